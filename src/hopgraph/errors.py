@@ -1,0 +1,27 @@
+"""Exceptions with messages meant for the user: each names what was wrong and where."""
+
+from __future__ import annotations
+
+
+class HopgraphError(Exception):
+    """Base class of every error hopgraph raises on purpose."""
+
+
+class CorpusError(HopgraphError):
+    """Bad input data. Names the file and, where there is one, the line."""
+
+    def __init__(self, message: str, path: object | None = None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class IndexError_(HopgraphError):
+    """A missing, corrupt, partial or incompatible index."""
+
+
+class ConfigError(HopgraphError):
+    """An unknown method, parameter or value."""

@@ -1,0 +1,5 @@
+"""Evaluation: per-query retrieval metrics, aggregation, latency, paired bootstrap, reports."""
+
+from hopgraph.eval.runner import MethodResult, MethodSpec, evaluate, required_parts
+
+__all__ = ["MethodResult", "MethodSpec", "evaluate", "required_parts"]

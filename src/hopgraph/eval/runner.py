@@ -1,0 +1,138 @@
+"""Run retrieval methods over a dataset's questions and measure quality, latency and memory."""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from hopgraph.corpus import Dataset
+from hopgraph.eval.bootstrap import paired_bootstrap
+from hopgraph.eval.metrics import aggregate, compute_all, latency_percentiles
+from hopgraph.index import Index
+from hopgraph.retrieve import get_retriever, method_class
+
+# Recall@2/5/10 etc. are always computed (the JSON report promises them), whatever ``ks`` shows.
+REPORTED_KS = (2, 5, 10)
+
+
+@dataclass
+class MethodSpec:
+    """A method name, its parameters, and the label it is reported under."""
+
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            args = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+            self.label = f"{self.method}[{args}]" if args else self.method
+
+
+@dataclass
+class MethodResult:
+    label: str
+    method: str
+    params: dict[str, Any]
+    n_questions: int
+    metrics: dict[str, float]
+    latency: dict[str, float]
+    index_seconds: float
+    peak_rss_mb: float
+    per_query: list[dict[str, Any]]
+    comparison: dict[str, Any] | None = None
+
+    def to_json(self, *, per_query: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "method": self.label,
+            "base_method": self.method,
+            "params": self.params,
+            "n_questions": self.n_questions,
+            **self.metrics,
+            **self.latency,
+            "index_seconds": self.index_seconds,
+            "peak_rss_mb": self.peak_rss_mb,
+        }
+        if self.comparison is not None:
+            out["vs_first"] = self.comparison
+        if per_query:
+            out["per_query"] = self.per_query
+        return out
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def required_parts(methods: Sequence[MethodSpec]) -> list[str]:
+    parts: list[str] = []
+    for m in methods:
+        for p in method_class(m.method).requires:
+            if p not in parts:
+                parts.append(p)
+    return parts
+
+
+def evaluate(
+    index: Index,
+    dataset: Dataset,
+    methods: Sequence[MethodSpec | str],
+    *,
+    ks: Sequence[int] = (1, 2, 5, 10),
+    depth: int = 100,
+    limit: int | None = None,
+    progress: bool = True,
+    bootstrap_seed: int = 0,
+    n_resamples: int = 1000,
+) -> list[MethodResult]:
+    """Evaluate each method on the dataset's questions (one search per question, timed).
+
+    Metrics are means over questions; latency is per query (one warm-up query first, untimed);
+    with several methods, each is compared with the first by a paired bootstrap of Recall@10.
+    """
+    specs = [m if isinstance(m, MethodSpec) else MethodSpec(m) for m in methods]
+    questions = dataset.questions[:limit] if limit else dataset.questions
+    if not questions:
+        raise ValueError(f"dataset {dataset.name!r} has no questions to evaluate")
+    all_ks = sorted(set(ks) | set(REPORTED_KS))
+    depth = max(depth, max(all_ks))
+    results: list[MethodResult] = []
+    for spec in specs:
+        retriever = get_retriever(index, spec.method, **spec.params)
+        retriever.search(questions[0].text, k=depth)  # warm-up: loads models, fills caches
+        rows, times = [], []
+        for q in tqdm(questions, desc=f"eval {spec.label}", unit="q", disable=not progress):
+            t0 = time.perf_counter()
+            ranking = retriever.search(q.text, k=depth)
+            times.append(time.perf_counter() - t0)
+            m = compute_all(ranking.ids, q.gold, all_ks)
+            rows.append({"id": q.id, "top10": ranking.ids[:10], **m, "latency_ms": times[-1] * 1e3})
+        metrics = aggregate([{k: v for k, v in r.items() if isinstance(v, float)} for r in rows])
+        metrics.pop("latency_ms", None)
+        parts = method_class(spec.method).requires
+        results.append(
+            MethodResult(
+                label=spec.label,
+                method=spec.method,
+                params=dict(spec.params),
+                n_questions=len(questions),
+                metrics=metrics,
+                latency=latency_percentiles(times),
+                index_seconds=round(sum(index.build_seconds.get(p, 0.0) for p in parts), 3),
+                peak_rss_mb=round(peak_rss_mb(), 1),
+                per_query=rows,
+            )
+        )
+    if len(results) > 1:
+        base = [r["recall@10"] for r in results[0].per_query]
+        for res in results[1:]:
+            other = [r["recall@10"] for r in res.per_query]
+            cmp = paired_bootstrap(base, other, n_resamples=n_resamples, seed=bootstrap_seed)
+            res.comparison = {"metric": "recall@10", "against": results[0].label, **cmp}
+    return results

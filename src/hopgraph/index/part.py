@@ -1,0 +1,74 @@
+"""The interface every index part implements, and the registry that finds parts by name.
+
+A part is built from a :class:`~hopgraph.corpus.Corpus` (row ``i`` = passage ``i``), saves itself
+as plain files in its own folder, and loads them back (memory-mapped where it can). Later parts
+(entity graph, links, triples) plug in by subclassing :class:`IndexPart` and calling
+:func:`register_part`; the index, its manifest and the CLI need no change.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hopgraph.corpus import Corpus
+from hopgraph.errors import ConfigError
+
+
+class IndexPart(ABC):
+    """One named part of an index (``sparse``, ``dense``, ...)."""
+
+    name: ClassVar[str]
+    Options: ClassVar[type]  # dataclass of build options, see hopgraph.config
+    requires: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, options: Any):
+        self.options = options
+
+    @classmethod
+    @abstractmethod
+    def build(cls, corpus: Corpus, options: Any, *, progress: bool = True) -> IndexPart:
+        """Compute the part for every passage of ``corpus``."""
+
+    @abstractmethod
+    def save(self, folder: Path) -> None:
+        """Write the part's files into ``folder`` (which exists and is empty)."""
+
+    @classmethod
+    @abstractmethod
+    def load(cls, folder: Path, options: Any, *, mmap: bool = True) -> IndexPart:
+        """Read a part written by :meth:`save`."""
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and sizes recorded in the manifest."""
+        return {}
+
+
+_PARTS: dict[str, type[IndexPart]] = {}
+
+
+def register_part(cls: type[IndexPart]) -> type[IndexPart]:
+    """Class decorator: make a part buildable by name."""
+    _PARTS[cls.name] = cls
+    return cls
+
+
+def part_class(name: str) -> type[IndexPart]:
+    _load_builtin_parts()
+    try:
+        return _PARTS[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown index part {name!r}; available: {', '.join(sorted(_PARTS))}"
+        ) from None
+
+
+def available_parts() -> list[str]:
+    _load_builtin_parts()
+    return sorted(_PARTS)
+
+
+def _load_builtin_parts() -> None:
+    # Importing the modules registers their parts.
+    from hopgraph.index import dense, sparse  # noqa: F401

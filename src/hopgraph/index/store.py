@@ -1,0 +1,238 @@
+"""The :class:`Index`: a corpus plus named parts, saved atomically to a folder and loaded by mmap.
+
+Layout of an index folder::
+
+    manifest.json        format + package version, options and stats per part, file checksums
+    passages.jsonl       the corpus, one passage a line, in row order
+    parts/<name>/...     each part's own plain files (.npy arrays, JSON)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from hopgraph.config import make_options
+from hopgraph.corpus import Corpus, Passage
+from hopgraph.errors import ConfigError, HopgraphError, IndexError_
+from hopgraph.index.manifest import (
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    file_table,
+    read_manifest,
+    verify_files,
+)
+from hopgraph.index.part import IndexPart, available_parts, part_class
+
+PartOptions = dict[str, dict[str, Any]]
+
+
+def split_part_options(flat: dict[str, Any]) -> PartOptions:
+    """``{"dense.hnsw": "true"}`` → ``{"dense": {"hnsw": "true"}}`` (CLI ``--set`` values)."""
+    out: PartOptions = {}
+    for key, value in flat.items():
+        part, dot, opt = key.partition(".")
+        if not dot or not opt:
+            raise ConfigError(f"index options are written part.option=value, got {key!r}")
+        out.setdefault(part, {})[opt] = value
+    return out
+
+
+class Index:
+    """A corpus and its index parts. Row ``i`` of every part is ``corpus[i]``."""
+
+    def __init__(self, corpus: Corpus, parts: dict[str, IndexPart] | None = None):
+        self.corpus = corpus
+        self.parts: dict[str, IndexPart] = dict(parts or {})
+        self.build_seconds: dict[str, float] = {}
+        self.path: Path | None = None
+
+    # -- building -------------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        corpus: Corpus,
+        parts: Iterable[str] = ("sparse",),
+        options: PartOptions | None = None,
+        *,
+        progress: bool = True,
+    ) -> Index:
+        """Build the named parts over ``corpus``. ``options``: ``{part: {option: value}}``."""
+        index = cls(corpus)
+        index.add_parts(parts, options, progress=progress)
+        return index
+
+    def add_parts(
+        self, names: Iterable[str], options: PartOptions | None = None, *, progress: bool = True
+    ) -> list[str]:
+        """Build parts this index does not have yet; returns the names built."""
+        options = options or {}
+        names = list(dict.fromkeys(names))
+        unknown = set(options) - set(available_parts())
+        if unknown:
+            raise ConfigError(
+                f"options given for unknown part(s) {sorted(unknown)}; parts: {available_parts()}"
+            )
+        if len(self.corpus) == 0:
+            raise HopgraphError("cannot index an empty corpus")
+        built = []
+        for name in names:
+            cls = part_class(name)
+            for dep in cls.requires:
+                if dep not in self.parts and dep not in names:
+                    names.append(dep)
+            if name in self.parts:
+                continue
+            opts = make_options(cls.Options, options.get(name), what=f"part {name!r}")
+            t0 = time.perf_counter()
+            self.parts[name] = cls.build(self.corpus, opts, progress=progress)
+            self.build_seconds[name] = time.perf_counter() - t0
+            built.append(name)
+        return built
+
+    # -- access ---------------------------------------------------------------------------
+    def has(self, name: str) -> bool:
+        return name in self.parts
+
+    def part(self, name: str) -> Any:
+        try:
+            return self.parts[name]
+        except KeyError:
+            have = ", ".join(sorted(self.parts)) or "none"
+            raise ConfigError(
+                f"this index has no {name!r} part (it has: {have}); "
+                f"add it with `hopgraph index ... --parts {','.join([*sorted(self.parts), name])}`"
+            ) from None
+
+    def __len__(self) -> int:
+        return len(self.corpus)
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path) if self.path else None,
+            "passages": len(self.corpus),
+            "parts": {
+                n: {
+                    "options": asdict(p.options),
+                    "stats": p.stats(),
+                    "build_seconds": self.build_seconds.get(n),
+                }
+                for n, p in self.parts.items()
+            },
+        }
+
+    # -- saving ---------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the index to ``path`` atomically: a temp folder, then a rename.
+
+        A crash at any point leaves either the previous index or the new one, never a mix.
+        """
+        from hopgraph import __version__
+
+        path = Path(path).resolve()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            with open(tmp / "passages.jsonl", "w", encoding="utf-8") as f:
+                for p in self.corpus:
+                    f.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
+            for name, part in self.parts.items():
+                folder = tmp / "parts" / name
+                folder.mkdir(parents=True)
+                part.save(folder)
+            info = self.info()
+            manifest = {
+                "format": FORMAT,
+                "format_version": FORMAT_VERSION,
+                "hopgraph_version": __version__,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "corpus": {"passages": len(self.corpus), "source": str(self.corpus.source or "")},
+                "parts": {n: {k: v for k, v in d.items()} for n, d in info["parts"].items()},
+                "files": file_table(tmp),
+            }
+            _write_synced(tmp / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
+            _fsync_tree(tmp)
+            old = None
+            if path.exists():
+                old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
+                os.rename(path, old)
+            os.rename(tmp, path)
+            _fsync_dir(path.parent)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self.path = path
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, mmap: bool = True, verify: bool = True) -> Index:
+        """Load an index folder; a missing, partial, corrupt or incompatible one raises."""
+        root = Path(path).resolve()
+        manifest = read_manifest(root)
+        verify_files(root, manifest, checksums=verify)
+        corpus = _read_passages(root / "passages.jsonl")
+        if len(corpus) != manifest["corpus"]["passages"]:
+            raise IndexError_(f"{root}: passages.jsonl does not match the manifest; rebuild")
+        index = cls(corpus)
+        for name, meta in manifest["parts"].items():
+            try:
+                pcls = part_class(name)
+            except ConfigError:
+                raise IndexError_(
+                    f"{root}: part {name!r} is not known to this hopgraph version"
+                ) from None
+            opts = make_options(pcls.Options, meta.get("options"), what=f"part {name!r}")
+            try:
+                index.parts[name] = pcls.load(root / "parts" / name, opts, mmap=mmap)
+            except HopgraphError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure here means a bad index
+                raise IndexError_(f"{root}: part {name!r} failed to load ({exc}); rebuild") from exc
+            if meta.get("build_seconds") is not None:
+                index.build_seconds[name] = meta["build_seconds"]
+        index.path = root
+        return index
+
+
+def _read_passages(path: Path) -> Corpus:
+    passages = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            d = json.loads(line)
+            passages.append(Passage(d["id"], d["title"], d["text"], d.get("metadata") or {}))
+    return Corpus(passages, source=path.parent)
+
+
+def _write_synced(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(root: Path) -> None:
+    for p in root.rglob("*"):
+        if p.is_file():
+            with open(p, "rb") as f:
+                os.fsync(f.fileno())
+    for d in [root, *[p for p in root.rglob("*") if p.is_dir()]]:
+        _fsync_dir(d)

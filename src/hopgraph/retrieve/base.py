@@ -1,0 +1,117 @@
+"""The retriever interface and the registry that finds methods by name."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hopgraph.config import make_options
+from hopgraph.errors import ConfigError, HopgraphError
+from hopgraph.index import Index
+from hopgraph.retrieve.ranking import Ranking
+
+
+class Retriever(ABC):
+    """A search method over an :class:`Index`. Subclasses declare ``name``, ``Params`` (an options
+    dataclass, see :mod:`hopgraph.config`), the index parts they ``requires``, and whether they
+    encode the query densely (then :meth:`search_batch` encodes all queries in one pass)."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type]
+    requires: ClassVar[tuple[str, ...]] = ("sparse",)
+    uses_dense: ClassVar[bool] = False
+    summary: ClassVar[str] = ""
+
+    def __init__(self, index: Index, params: Any):
+        for part in self.requires:
+            index.part(part)  # fails with a clear message when missing
+        self.index = index
+        self.params = params
+        self.ids = index.corpus.ids
+
+    def search(self, query: str, k: int = 10) -> Ranking:
+        """The ``k`` best passages for ``query``."""
+        return self.search_batch([query], k)[0]
+
+    def search_batch(self, queries: Sequence[str], k: int = 10) -> list[Ranking]:
+        """Search several queries; dense methods encode them together (faster per query)."""
+        if isinstance(queries, str):
+            raise TypeError("search_batch takes a list of queries; use search() for one")
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise ConfigError(f"k must be a positive integer, got {k!r}")
+        for q in queries:
+            if not isinstance(q, str) or not q.strip():
+                raise HopgraphError(f"empty query: {q!r}")
+        if not queries:
+            return []
+        k = min(int(k), len(self.ids))
+        qvecs: Sequence[np.ndarray | None]
+        if self.uses_dense:
+            qvecs = self.index.part("dense").encode_queries(list(queries))
+        else:
+            qvecs = [None] * len(queries)
+        return [self._search(q, k, v) for q, v in zip(queries, qvecs, strict=True)]
+
+    @abstractmethod
+    def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
+        """One query; ``qvec`` is its unit embedding when ``uses_dense``."""
+
+    def _ranking(
+        self,
+        query: str,
+        rows: np.ndarray,
+        scores: np.ndarray,
+        explain: Callable[[], list[dict[str, Any]]] | None = None,
+        info: dict[str, Any] | None = None,
+    ) -> Ranking:
+        ids = self.ids
+        return Ranking(
+            query=query,
+            method=self.name,
+            ids=[ids[r] for r in rows],
+            scores=[float(s) for s in scores],
+            info=info or {},
+            explain=explain,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "params": asdict(self.params)}
+
+
+_METHODS: dict[str, type[Retriever]] = {}
+
+
+def register_method(cls: type[Retriever]) -> type[Retriever]:
+    """Class decorator: make a retriever available by name (API, CLI, eval)."""
+    _METHODS[cls.name] = cls
+    return cls
+
+
+def _load_builtin_methods() -> None:
+    from hopgraph.retrieve import dense, fusion, sparse  # noqa: F401
+
+
+def method_class(name: str) -> type[Retriever]:
+    _load_builtin_methods()
+    try:
+        return _METHODS[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown method {name!r}; available: {', '.join(sorted(_METHODS))}"
+        ) from None
+
+
+def list_methods() -> list[str]:
+    """Names of every registered retrieval method."""
+    _load_builtin_methods()
+    return sorted(_METHODS)
+
+
+def get_retriever(index: Index, name: str, **params: Any) -> Retriever:
+    """The retriever ``name`` over ``index`` with ``params`` (CLI strings are converted)."""
+    cls = method_class(name)
+    return cls(index, make_options(cls.Params, params, what=f"method {name!r}"))

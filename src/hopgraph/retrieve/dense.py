@@ -1,0 +1,42 @@
+"""Vector search: the ``dense`` method (exact or HNSW)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hopgraph.config import option, positive
+from hopgraph.retrieve.base import Retriever, register_method
+from hopgraph.retrieve.operators import vector_search
+from hopgraph.retrieve.ranking import Ranking
+
+
+@dataclass(frozen=True)
+class DenseParams:
+    mode: str = option("exact", "exact search or HNSW (needs dense.hnsw=true)", ("exact", "hnsw"))
+    ef_search: int = option(64, "HNSW efSearch (mode=hnsw)")
+
+    def validate(self) -> None:
+        positive("ef_search", self.ef_search)
+
+
+@register_method
+class DenseRetriever(Retriever):
+    name = "dense"
+    Params = DenseParams
+    requires = ("dense",)
+    uses_dense = True
+    summary = "cosine similarity of sentence embeddings (exact or HNSW)"
+
+    def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
+        p: DenseParams = self.params
+        rows, sims = vector_search(
+            self.index.part("dense"), qvec, k, mode=p.mode, ef_search=p.ef_search
+        )
+        return self._ranking(
+            query,
+            rows,
+            sims,
+            lambda: [{"cosine": float(s), "dense_rank": i} for i, s in enumerate(sims.tolist(), 1)],
+        )

@@ -1,0 +1,143 @@
+"""Hybrids of lexical and vector search: ``rrf``, ``hybrid`` (GraphER's base) and ``composed``
+(GRIEVER §4.2.2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hopgraph.config import option, positive
+from hopgraph.errors import ConfigError
+from hopgraph.retrieve.base import Retriever, register_method
+from hopgraph.retrieve.operators import (
+    lexical_search,
+    max_normalize,
+    rank_of,
+    reciprocal_rank_fusion,
+    vector_search,
+)
+from hopgraph.retrieve.ranking import Ranking, top_k
+
+
+@dataclass(frozen=True)
+class RRFParams:
+    k_rrf: float = option(60.0, "RRF constant k in 1/(k + rank)")
+    depth: int = option(100, "candidates taken from each of BM25 and dense")
+    dense_mode: str = option("exact", "dense search: exact or hnsw", ("exact", "hnsw"))
+    ef_search: int = option(64, "HNSW efSearch (dense_mode=hnsw)")
+
+    def validate(self) -> None:
+        positive("depth", self.depth)
+        positive("ef_search", self.ef_search)
+        if self.k_rrf < 0:
+            raise ConfigError(f"option 'k_rrf' must be >= 0, got {self.k_rrf}")
+
+
+@register_method
+class RRFRetriever(Retriever):
+    name = "rrf"
+    Params = RRFParams
+    requires = ("sparse", "dense")
+    uses_dense = True
+    summary = "reciprocal-rank fusion of BM25 and dense (k=60)"
+
+    def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
+        p: RRFParams = self.params
+        depth = max(p.depth, k)
+        b_rows, _ = lexical_search(self.index.part("sparse"), query, depth)
+        d_rows, _ = vector_search(
+            self.index.part("dense"), qvec, depth, mode=p.dense_mode, ef_search=p.ef_search
+        )
+        rows, scores = reciprocal_rank_fusion([b_rows, d_rows], p.k_rrf)
+        rows, scores = rows[:k], scores[:k]
+
+        def explain() -> list[dict]:
+            br, dr = rank_of(b_rows), rank_of(d_rows)
+            return [
+                {"rrf": float(s), "bm25_rank": br.get(r), "dense_rank": dr.get(r)}
+                for r, s in zip(rows.tolist(), scores.tolist(), strict=True)
+            ]
+
+        return self._ranking(query, rows, scores, explain)
+
+
+@dataclass(frozen=True)
+class HybridParams:
+    w_sparse: float = option(0.3, "weight of the normalised BM25 score")
+    w_dense: float = option(0.7, "weight of the cosine similarity")
+
+    def validate(self) -> None:
+        if self.w_sparse < 0 or self.w_dense < 0 or self.w_sparse + self.w_dense == 0:
+            raise ConfigError("hybrid weights must be >= 0 and not both 0")
+
+
+@register_method
+class HybridRetriever(Retriever):
+    """GraphER's base: w_sparse · BM25/max(BM25) + w_dense · cosine, over every passage."""
+
+    name = "hybrid"
+    Params = HybridParams
+    requires = ("sparse", "dense")
+    uses_dense = True
+    summary = "0.3 x normalised BM25 + 0.7 x cosine (GraphER's base)"
+
+    def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
+        p: HybridParams = self.params
+        bm25 = self.index.part("sparse").scores(query)
+        norm = max_normalize(bm25)
+        cos = self.index.part("dense").scores(qvec)
+        scores = p.w_sparse * norm + p.w_dense * cos
+        rows = top_k(scores, k)
+
+        def explain() -> list[dict]:
+            return [
+                {
+                    "hybrid": float(scores[r]),
+                    "bm25": float(bm25[r]),
+                    "bm25_normalised": float(norm[r]),
+                    "cosine": float(cos[r]),
+                }
+                for r in rows.tolist()
+            ]
+
+        return self._ranking(query, rows, scores[rows], explain)
+
+
+@dataclass(frozen=True)
+class ComposedParams:
+    c: int = option(10, "dense scoring over the top k·c BM25 candidates")
+    min_candidates: int = option(100, "at least this many BM25 candidates")
+
+    def validate(self) -> None:
+        positive("c", self.c)
+        positive("min_candidates", self.min_candidates)
+
+
+@register_method
+class ComposedRetriever(Retriever):
+    """GRIEVER's composed retrieval: BM25 picks max(k·c, min_candidates) candidates, dense
+    similarity ranks them. Only those candidates' vectors are touched."""
+
+    name = "composed"
+    Params = ComposedParams
+    requires = ("sparse", "dense")
+    uses_dense = True
+    summary = "dense scoring of the top k*c BM25 candidates (GRIEVER 4.2.2)"
+
+    def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
+        p: ComposedParams = self.params
+        cand, _ = lexical_search(self.index.part("sparse"), query, max(k * p.c, p.min_candidates))
+        sims = self.index.part("dense").scores_for(qvec, cand)
+        order = top_k(sims, k)
+        rows, scores = cand[order], sims[order]
+        return self._ranking(
+            query,
+            rows,
+            scores,
+            lambda: [
+                {"cosine": float(s), "bm25_rank": int(o) + 1}
+                for s, o in zip(scores.tolist(), order.tolist(), strict=True)
+            ],
+            info={"candidates": int(cand.size)},
+        )

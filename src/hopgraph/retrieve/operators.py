@@ -1,0 +1,68 @@
+"""Shared retrieval operators: the pieces every method composes.
+
+Vector search and lexical search return ``(rows, scores)`` best first; fusion operators combine
+such lists. Later methods (graph propagation, reranking) build on the same shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from hopgraph.index.dense import DensePart
+from hopgraph.index.sparse import SparsePart
+from hopgraph.retrieve.ranking import top_k
+
+RowsScores = tuple[np.ndarray, np.ndarray]
+
+
+def lexical_search(sparse: SparsePart, query: str, depth: int) -> RowsScores:
+    """BM25 top-``depth`` passages with a positive score."""
+    scores = sparse.scores(query)
+    rows = top_k(scores, depth, positive_only=True)
+    return rows, scores[rows]
+
+
+def vector_search(
+    dense: DensePart, qvec: np.ndarray, depth: int, *, mode: str = "exact", ef_search: int = 64
+) -> RowsScores:
+    """Top-``depth`` passages by cosine: exact (matrix product) or HNSW (approximate)."""
+    if mode == "hnsw":
+        labels, sims = dense.search_hnsw(qvec[None, :], depth, ef_search)
+        rows, sims = labels[0], sims[0]
+        order = np.lexsort((rows, -sims))  # same tie order as exact search
+        return rows[order], sims[order]
+    scores = dense.scores(qvec)
+    rows = top_k(scores, depth)
+    return rows, scores[rows]
+
+
+def reciprocal_rank_fusion(lists: Sequence[np.ndarray], k_rrf: float = 60.0) -> RowsScores:
+    """RRF (Cormack et al. 2009): score(d) = Σ_lists 1 / (k_rrf + rank_list(d)), ranks from 1."""
+    fused: dict[int, float] = {}
+    for rows in lists:
+        for rank, r in enumerate(rows.tolist(), start=1):
+            fused[r] = fused.get(r, 0.0) + 1.0 / (k_rrf + rank)
+    if not fused:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    rows = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
+    scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
+    order = np.lexsort((rows, -scores))
+    return rows[order], scores[order]
+
+
+def max_normalize(scores: np.ndarray) -> np.ndarray:
+    """Min–max normalisation to [0, 1] with the minimum taken as 0 for non-negative scores
+    (BM25's unmatched passages score 0), so a passage's value does not depend on the weakest
+    candidate. All-zero input stays zero."""
+    lo = min(float(scores.min(initial=0.0)), 0.0)
+    hi = float(scores.max(initial=0.0))
+    if hi <= lo:
+        return np.zeros_like(scores, dtype=np.float32)
+    return ((scores - lo) / (hi - lo)).astype(np.float32)
+
+
+def rank_of(rows: np.ndarray) -> dict[int, int]:
+    """Row → 1-based rank in a ranked list (for explanations)."""
+    return {int(r): i for i, r in enumerate(rows.tolist(), start=1)}

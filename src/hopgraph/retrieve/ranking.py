@@ -1,0 +1,81 @@
+"""A ranking: passage ids best first, their scores, and where each score came from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Hit:
+    id: str
+    score: float
+    why: dict[str, Any]
+
+
+@dataclass
+class Ranking:
+    """Result of one search. ``explanations[i]`` says how ``ids[i]`` got ``scores[i]``.
+
+    Explanations are computed on first access (evaluation never pays for them).
+    """
+
+    query: str
+    method: str
+    ids: list[str]
+    scores: list[float]
+    info: dict[str, Any] = field(default_factory=dict)
+    explain: Callable[[], list[dict[str, Any]]] | None = field(default=None, repr=False)
+    _explanations: list[dict[str, Any]] | None = field(default=None, repr=False)
+
+    @property
+    def explanations(self) -> list[dict[str, Any]]:
+        if self._explanations is None:
+            self._explanations = self.explain() if self.explain else [{} for _ in self.ids]
+        return self._explanations
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __iter__(self) -> Iterator[Hit]:
+        for pid, score, why in zip(self.ids, self.scores, self.explanations, strict=True):
+            yield Hit(pid, score, why)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "method": self.method,
+            "hits": [{"id": h.id, "score": h.score, "why": h.why} for h in self],
+            "info": self.info,
+        }
+
+
+def top_k(scores: np.ndarray, k: int, *, positive_only: bool = False) -> np.ndarray:
+    """Rows of the ``k`` highest scores, best first; ties broken by row (deterministic)."""
+    n = scores.shape[0]
+    if positive_only:
+        cand = np.flatnonzero(scores > 0)
+    else:
+        cand = None
+    if cand is not None:
+        if cand.size > k:
+            part = cand[np.argpartition(-scores[cand], k - 1)[:k]]
+            cand = _boundary_ties(scores, cand, part, k)
+        rows = cand
+    elif k < n:
+        part = np.argpartition(-scores, k - 1)[:k]
+        rows = _boundary_ties(scores, np.arange(n), part, k)
+    else:
+        rows = np.arange(n)
+    order = np.lexsort((rows, -scores[rows]))
+    return rows[order][:k]
+
+
+def _boundary_ties(scores: np.ndarray, pool: np.ndarray, part: np.ndarray, k: int) -> np.ndarray:
+    """argpartition picks arbitrary members of a tie at the k-th score: take all of them, so the
+    final (score, row) sort decides, which makes the result independent of the partition."""
+    kth = scores[part].min()
+    return np.union1d(part[scores[part] > kth], pool[scores[pool] == kth])
