@@ -23,3 +23,30 @@ def data_dir() -> Path:
     if not root.is_dir():
         pytest.skip(f"benchmark data not found at {root} (set HOPGRAPH_DATA)")
     return root
+
+
+@pytest.fixture(scope="session")
+def demo_dataset():
+    from hopgraph.corpus import load_dataset
+    from hopgraph.data import demo_dataset_path
+
+    return load_dataset(demo_dataset_path())
+
+
+@pytest.fixture(scope="session")
+def demo_index_dir(tmp_path_factory, demo_dataset) -> Path:
+    """The demo corpus indexed once per test session (sparse + dense with HNSW), saved."""
+    from hopgraph.index import Index
+
+    folder = tmp_path_factory.mktemp("demo") / "index"
+    Index.build(demo_dataset.corpus, ["sparse", "dense"], {"dense": {"hnsw": True}}, progress=False).save(
+        folder
+    )
+    return folder
+
+
+@pytest.fixture(scope="session")
+def demo_index(demo_index_dir):
+    from hopgraph.index import Index
+
+    return Index.load(demo_index_dir)

@@ -1,0 +1,31 @@
+"""Where ``hopgraph eval`` keeps the indexes it builds, keyed by corpus files and index options."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from hopgraph.index.manifest import FORMAT_VERSION
+
+
+def cache_root() -> Path:
+    env = os.environ.get("HOPGRAPH_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "hopgraph" / "indexes"
+
+
+def _fingerprint(path: Path) -> list[Any]:
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in files]
+
+
+def index_cache_dir(
+    dataset_path: Path, name: str, options: dict[str, Any], root: Path | None = None
+) -> Path:
+    """A folder name that changes whenever the corpus files or the index options change."""
+    corpus = dataset_path / "corpus.jsonl" if (dataset_path / "corpus.jsonl").exists() else dataset_path
+    key = json.dumps([FORMAT_VERSION, _fingerprint(corpus), options], sort_keys=True, default=str)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return (root or cache_root()) / f"{name}-{digest}"

@@ -1,0 +1,241 @@
+"""The ``hopgraph`` command line: index, search, eval, info, methods, demo."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hopgraph.config import describe_options, parse_assignments
+from hopgraph.errors import ConfigError, HopgraphError
+
+ASSIGN_HELP = "key=value; repeatable"
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _ks(value: str) -> list[int]:
+    try:
+        ks = [int(v) for v in _csv(value)]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers, got {value!r}") from None
+    if not ks or min(ks) < 1:
+        raise click.BadParameter("every k must be >= 1")
+    return ks
+
+
+def _resolve_dataset(dataset: str, data_dir: str | None) -> Path:
+    """A path, or a dataset name looked up under --data-dir / $HOPGRAPH_DATA."""
+    p = Path(dataset).expanduser()
+    if p.exists():
+        return p
+    root = data_dir or os.environ.get("HOPGRAPH_DATA")
+    if root and (Path(root) / dataset).exists():
+        return Path(root) / dataset
+    hint = f" (looked in {root})" if root else " (set --data-dir or HOPGRAPH_DATA to use names)"
+    raise HopgraphError(f"no dataset at {dataset!r}{hint}")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="hopgraph")
+def cli() -> None:
+    """Multi-hop retrieval for RAG without an LLM at query time."""
+
+
+@cli.command("index")
+@click.argument("corpus")
+@click.option("-o", "--output", required=True, type=click.Path(), help="index folder to write")
+@click.option("--parts", default="sparse,dense", show_default=True, help="index parts to build")
+@click.option("--set", "sets", multiple=True, help=f"part option, part.option=value; {ASSIGN_HELP}")
+@click.option("--chunk-words", type=int, default=None, help="split passages longer than this")
+@click.option("--format", "fmt", default="auto", show_default=True, help="corpus format")
+@click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
+@click.option("-q", "--quiet", is_flag=True, help="no progress bars")
+def index_cmd(corpus, output, parts, sets, chunk_words, fmt, data_dir, quiet) -> None:
+    """Build an index of CORPUS (a file or folder in any supported format) into OUTPUT."""
+    from hopgraph.corpus import load_corpus
+    from hopgraph.index import Index, split_part_options
+
+    options = split_part_options(parse_assignments(sets))
+    t0 = time.perf_counter()
+    c = load_corpus(_resolve_dataset(corpus, data_dir), chunk_words=chunk_words, fmt=fmt)
+    click.echo(f"loaded {len(c)} passages from {corpus}", err=True)
+    index = Index.build(c, _csv(parts), options, progress=not quiet)
+    path = index.save(output)
+    secs = time.perf_counter() - t0
+    click.echo(f"wrote {path} ({', '.join(index.parts)}) in {secs:.1f}s", err=True)
+
+
+@cli.command("search")
+@click.argument("index_dir", type=click.Path())
+@click.argument("query")
+@click.option("-k", "k", type=int, default=10, show_default=True)
+@click.option("--method", default="bm25", show_default=True)
+@click.option("--set", "sets", multiple=True, help=f"method parameter; {ASSIGN_HELP}")
+@click.option("--json", "as_json", is_flag=True, help="print the ranking as JSON")
+def search_cmd(index_dir, query, k, method, sets, as_json) -> None:
+    """Search INDEX_DIR for QUERY and show the passages and why they rank."""
+    from hopgraph.index import Index
+    from hopgraph.retrieve import get_retriever
+
+    index = Index.load(index_dir)
+    ranking = get_retriever(index, method, **parse_assignments(sets)).search(query, k=k)
+    if as_json:
+        click.echo(json.dumps(ranking.to_dict(), indent=2, ensure_ascii=False))
+        return
+    for rank, hit in enumerate(ranking, start=1):
+        p = index.corpus.get(hit.id)
+        click.echo(f"{rank:>3}. [{hit.id}] {p.title}  score={hit.score:.4f}")
+        click.echo(f"     {_short(p.text)}")
+        click.echo(f"     why: {_why(hit.why)}")
+
+
+def _short(text: str, n: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _why(why: dict[str, Any]) -> str:
+    def fmt(v: Any) -> str:
+        return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+    return ", ".join(f"{k}={fmt(v)}" for k, v in why.items())
+
+
+def method_specs(methods: list[str], sets: dict[str, str]) -> list:
+    """Give each method its parameters: ``method.param=v`` for one, ``param=v`` for all that
+    have ``param`` (an error if none has it)."""
+    from hopgraph.eval import MethodSpec
+    from hopgraph.retrieve import method_class
+
+    params: dict[str, dict[str, str]] = {m: {} for m in methods}
+    for key, value in sets.items():
+        m, dot, name = key.partition(".")
+        if dot and m in params:
+            params[m][name] = value
+            continue
+        takers = [
+            m for m in methods if key in {n for n, *_ in describe_options(method_class(m).Params)}
+        ]
+        if not takers:
+            raise ConfigError(f"no method in {methods} has a parameter {key!r}")
+        for m in takers:
+            params[m][key] = value
+    return [MethodSpec(m, params[m]) for m in methods]
+
+
+@cli.command("eval")
+@click.argument("dataset")
+@click.option("--method", "methods", default="bm25", show_default=True, help="comma-separated")
+@click.option("--set", "sets", multiple=True, help=f"[method.]param=value; {ASSIGN_HELP}")
+@click.option("--index-set", "index_sets", multiple=True, help="index part option part.opt=v")
+@click.option("--k", "ks", default="1,2,5,10", show_default=True, callback=lambda c, p, v: _ks(v))
+@click.option("--depth", default=100, show_default=True, help="passages retrieved per question")
+@click.option("--limit", type=int, default=None, help="first N questions only")
+@click.option("--json", "json_out", type=click.Path(), default=None, help="write results here")
+@click.option("--per-query", is_flag=True, help="per-question table (and in the JSON)")
+@click.option("--split", default="test", show_default=True, help="BEIR qrels split")
+@click.option("--include-incomplete", is_flag=True, help="keep questions whose gold is incomplete")
+@click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
+@click.option("--index-dir", default=None, help="index cache folder (or $HOPGRAPH_CACHE)")
+@click.option("-q", "--quiet", is_flag=True, help="no progress bars")
+def eval_cmd(
+    dataset, methods, sets, index_sets, ks, depth, limit, json_out, per_query, split,
+    include_incomplete, data_dir, index_dir, quiet,
+) -> None:  # fmt: skip
+    """Evaluate methods on DATASET (unified-layout or BEIR folder, or a name under --data-dir)."""
+    from hopgraph.corpus import load_dataset
+    from hopgraph.eval import evaluate, required_parts
+    from hopgraph.eval.report import markdown_table, per_query_table, write_json
+
+    path = _resolve_dataset(dataset, data_dir)
+    ds = load_dataset(path, split=split, include_incomplete=include_incomplete)
+    specs = method_specs(_csv(methods), parse_assignments(sets))
+    click.echo(f"{ds.name}: {len(ds.corpus)} passages, {len(ds.questions)} questions", err=True)
+    for reason, n in ds.skipped.items():
+        click.echo(f"skipped {n} questions ({reason}; --include-incomplete keeps them)", err=True)
+    index = open_cached_index(ds, path, required_parts(specs), index_sets, index_dir, not quiet)
+    results = evaluate(index, ds, specs, ks=ks, depth=depth, limit=limit, progress=not quiet)
+    click.echo(markdown_table(results, ks))
+    if per_query:
+        click.echo("\n" + per_query_table(results))
+    if json_out:
+        write_json(results, json_out, per_query=per_query)
+        click.echo(f"wrote {json_out}", err=True)
+
+
+def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bool):
+    """Load the cached index for this dataset and options, building (and saving) missing parts."""
+    from hopgraph.cache import index_cache_dir
+    from hopgraph.index import Index, split_part_options
+
+    options = split_part_options(parse_assignments(index_sets))
+    folder = index_cache_dir(path, ds.name, options, Path(index_dir) if index_dir else None)
+    index = None
+    if (folder / "manifest.json").exists():
+        try:
+            index = Index.load(folder)
+        except HopgraphError as exc:
+            click.echo(f"cached index unusable ({exc}); rebuilding", err=True)
+    if index is None:
+        index = Index(ds.corpus)
+    if index.add_parts(parts, options, progress=progress):
+        index.save(folder)
+        click.echo(f"index saved to {folder}", err=True)
+    return index
+
+
+@cli.command("info")
+@click.argument("index_dir", type=click.Path())
+def info_cmd(index_dir) -> None:
+    """Show an index's parts, options and counts."""
+    from hopgraph.index import Index
+
+    click.echo(json.dumps(Index.load(index_dir).info(), indent=2))
+
+
+@cli.command("methods")
+def methods_cmd() -> None:
+    """List retrieval methods, the index parts they need, and their parameters."""
+    from hopgraph.retrieve import list_methods, method_class
+
+    for name in list_methods():
+        cls = method_class(name)
+        click.echo(f"{name}  (needs: {', '.join(cls.requires)})  {cls.summary}")
+        for opt, tp, default, help_ in describe_options(cls.Params):
+            click.echo(f"    {opt}: {tp} = {default!r}  {help_}")
+
+
+@cli.command("demo")
+@click.option("--workdir", type=click.Path(), default=None, help="where to write the demo index")
+@click.option("--method", default="rrf", show_default=True, help="method shown for the questions")
+def demo_cmd(workdir, method) -> None:
+    """Index the built-in demo corpus, answer a few questions, and evaluate the base methods."""
+    from hopgraph.demo import run_demo
+
+    run_demo(Path(workdir) if workdir else None, method, echo=click.echo)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except HopgraphError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
