@@ -1,7 +1,8 @@
 """Base retrievers on the multi-hop sets: quality, latency, index time, memory, embedding speed.
 
-    python benchmarks/base.py --data-dir ../shared/data [--datasets 2wikimultihopqa,hotpotqa,musique]
-        [--repeats 3] [--limit N] [--out benchmarks/results/base.json]
+    python benchmarks/base.py --data-dir ../shared/data \
+        [--datasets 2wikimultihopqa,hotpotqa,musique] [--repeats 3] [--limit N] \
+        [--out benchmarks/results/base.json]
 
 Indexes are cached (see ``hopgraph.cache``); the first run embeds every corpus. Latency numbers
 are the median over ``--repeats`` runs of each method's per-query p50/p95.
@@ -71,15 +72,19 @@ index = Index.load(sys.argv[1])
 after_load = psutil.Process().memory_info().rss / 2**20
 for m in ("bm25", "dense", "rrf"):
     get_retriever(index, m).search("who directed the film", k=10)
+rss = psutil.Process().memory_info().rss / 2**20
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"rss_after_load_mb": round(after_load, 1),
-                  "rss_after_queries_mb": round(psutil.Process().memory_info().rss / 2**20, 1),
-                  "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024, 1)}))
+                  "rss_after_queries_mb": round(rss, 1), "peak_rss_mb": round(peak, 1)}))
 """
 
 
 def loaded_rss(index_dir: Path) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", RSS_PROBE, str(index_dir)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", RSS_PROBE, str(index_dir)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -112,7 +117,9 @@ def main() -> None:
         }
         print("loaded index RSS:", report["datasets"][name]["loaded_index_rss"])
     first = Path(args.data_dir) / args.datasets.split(",")[0]
-    report["embedding"] = embedding_speed(Path(args.data_dir) / "hotpotqa" if (Path(args.data_dir) / "hotpotqa").exists() else first)
+    report["embedding"] = embedding_speed(
+        Path(args.data_dir) / "hotpotqa" if (Path(args.data_dir) / "hotpotqa").exists() else first
+    )
     print("\nembedding:", report["embedding"])
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")

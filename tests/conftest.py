@@ -39,9 +39,9 @@ def demo_index_dir(tmp_path_factory, demo_dataset) -> Path:
     from hopgraph.index import Index
 
     folder = tmp_path_factory.mktemp("demo") / "index"
-    Index.build(demo_dataset.corpus, ["sparse", "dense"], {"dense": {"hnsw": True}}, progress=False).save(
-        folder
-    )
+    Index.build(
+        demo_dataset.corpus, ["sparse", "dense"], {"dense": {"hnsw": True}}, progress=False
+    ).save(folder)
     return folder
 
 

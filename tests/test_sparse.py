@@ -90,7 +90,12 @@ def test_doc_term_counts(demo_dataset):
         assert sparse.doc_lengths[row] == len(terms)
         vocab = sparse.id_to_term()
         lo, hi = sparse.doc_terms.indptr[row], sparse.doc_terms.indptr[row + 1]
-        got = {vocab[t]: int(c) for t, c in zip(sparse.doc_terms.indices[lo:hi], sparse.doc_terms.data[lo:hi], strict=True)}
+        got = {
+            vocab[t]: int(c)
+            for t, c in zip(
+                sparse.doc_terms.indices[lo:hi], sparse.doc_terms.data[lo:hi], strict=True
+            )
+        }
         assert got == {t: terms.count(t) for t in set(terms)}
 
 

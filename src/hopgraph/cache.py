@@ -25,7 +25,9 @@ def index_cache_dir(
     dataset_path: Path, name: str, options: dict[str, Any], root: Path | None = None
 ) -> Path:
     """A folder name that changes whenever the corpus files or the index options change."""
-    corpus = dataset_path / "corpus.jsonl" if (dataset_path / "corpus.jsonl").exists() else dataset_path
+    corpus = (
+        dataset_path / "corpus.jsonl" if (dataset_path / "corpus.jsonl").exists() else dataset_path
+    )
     key = json.dumps([FORMAT_VERSION, _fingerprint(corpus), options], sort_keys=True, default=str)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     return (root or cache_root()) / f"{name}-{digest}"

@@ -16,7 +16,9 @@ from hopgraph.retrieve import get_retriever
 BASE_METHODS = ["bm25", "bm25_rm3", "dense", "rrf", "hybrid", "composed"]
 
 
-def run_demo(workdir: Path | None, method: str = "rrf", echo: Callable[[str], None] = print) -> None:
+def run_demo(
+    workdir: Path | None, method: str = "rrf", echo: Callable[[str], None] = print
+) -> None:
     ds = load_dataset(demo_dataset_path())
     echo(f"Demo corpus: {len(ds.corpus)} passages, {len(ds.questions)} two-hop questions\n")
     with tempfile.TemporaryDirectory(prefix="hopgraph-demo-") as tmp:
@@ -32,7 +34,8 @@ def run_demo(workdir: Path | None, method: str = "rrf", echo: Callable[[str], No
                 title = index.corpus.get(hit.id).title
                 mark = "*" if hit.id in q.gold else " "
                 why = ", ".join(
-                    f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in hit.why.items()
+                    f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
+                    for k, v in hit.why.items()
                 )
                 echo(f"   {mark}{rank}. {title:<32} {method}={hit.score:.4f}  ({why})")
             echo("")

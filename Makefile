@@ -1,0 +1,34 @@
+# `make demo` and `make test` are all the set-up a fresh machine needs.
+# torch==2.13.0 is installed first: it is the CPU wheel on these machines, and any other
+# torch spec would pull gigabytes of CUDA.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.hopgraph-installed
+DATA ?= $(abspath ../shared/data)
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dense,dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/hopgraph demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+test: $(STAMP) lint
+	HOPGRAPH_CACHE=$${HOPGRAPH_CACHE:-$(CURDIR)/.hopgraph-cache} $(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/base.py --data-dir $(DATA)
+
+clean:
+	rm -rf $(VENV) .hopgraph-cache .pytest_cache .ruff_cache src/*.egg-info

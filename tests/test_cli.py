@@ -1,0 +1,122 @@
+"""The command line, in process (CliRunner) and once as the installed console script."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from hopgraph.cli import cli, method_specs
+from hopgraph.data import demo_dataset_path
+from hopgraph.errors import ConfigError, HopgraphError
+
+REQUIRED_JSON_KEYS = {
+    "method", "n_questions", "recall@2", "recall@5", "recall@10", "hit@10", "mrr", "ndcg@10",
+    "pr@5", "pr@10", "latency_ms_p50", "latency_ms_p95", "index_seconds", "peak_rss_mb",
+}  # fmt: skip
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=True)
+
+
+def test_index_then_search(tmp_path):
+    out = tmp_path / "ix"
+    r = run("index", str(demo_dataset_path()), "-o", str(out), "--parts", "sparse", "-q")
+    assert r.exit_code == 0, r.output
+    r = run("search", str(out), "director of The Lantern Keeper", "-k", "3")
+    assert r.exit_code == 0, r.output
+    assert "1. [" in r.output and "why: bm25=" in r.output and "matched_terms=" in r.output
+    r = run("search", str(out), "lantern keeper", "-k", "2", "--json")
+    hits = json.loads(r.output)["hits"]
+    assert len(hits) == 2 and hits[0]["why"]["bm25"] == hits[0]["score"]
+
+
+def test_search_with_params(demo_index_dir):
+    r = run(
+        "search", str(demo_index_dir), "river", "--method", "rrf", "--set", "k_rrf=10", "--json"
+    )
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["method"] == "rrf"
+
+
+def test_eval_json_has_required_keys(demo_index_dir, tmp_path):
+    out = tmp_path / "r.json"
+    r = run(
+        "eval", str(demo_dataset_path()), "--method", "bm25,dense", "--json", str(out),
+        "--index-dir", str(tmp_path / "cache"), "-q", "--per-query", "--set", "dense.mode=exact",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "| `bm25` | 12 |" in r.output and "ΔRecall@10 against `bm25`" in r.output
+    data = json.loads(out.read_text())
+    assert isinstance(data, list) and [d["method"] for d in data] == ["bm25", "dense[mode=exact]"]
+    for d in data:
+        assert REQUIRED_JSON_KEYS <= set(d)
+        assert len(d["per_query"]) == 12
+    # a second run reuses the cached index (no "index saved" message)
+    r2 = run("eval", str(demo_dataset_path()), "--index-dir", str(tmp_path / "cache"), "-q")
+    assert r2.exit_code == 0 and "index saved" not in r2.output
+
+
+def test_eval_single_method_json_is_an_object(tmp_path):
+    out = tmp_path / "r.json"
+    r = run(
+        "eval", str(demo_dataset_path()), "--limit", "3", "--k", "1,3", "--json", str(out),
+        "--index-dir", str(tmp_path / "cache"), "-q",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert data["n_questions"] == 3 and "recall@3" in data and REQUIRED_JSON_KEYS <= set(data)
+    assert "R@3" in r.output
+
+
+def test_eval_resolves_names_under_data_dir(tmp_path):
+    shutil.copytree(demo_dataset_path(), tmp_path / "data" / "demo")
+    r = run(
+        "eval", "demo", "--data-dir", str(tmp_path / "data"), "--limit", "2",
+        "--index-dir", str(tmp_path / "cache"), "-q",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+
+
+def test_method_specs_routes_parameters():
+    specs = method_specs(["rrf", "dense"], {"ef_search": "32", "rrf.k_rrf": "10"})
+    assert specs[0].params == {"ef_search": "32", "k_rrf": "10"}
+    assert specs[1].params == {"ef_search": "32"}
+    with pytest.raises(ConfigError, match="no method"):
+        method_specs(["bm25"], {"k_rrf": "1"})
+
+
+def test_methods_and_info(demo_index_dir):
+    r = run("methods")
+    assert r.exit_code == 0 and "composed" in r.output and "k_rrf" in r.output
+    r = run("info", str(demo_index_dir))
+    assert json.loads(r.output)["passages"] == 44
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        (["search", "/no/such/index", "q"], HopgraphError, "does not exist"),
+        (["eval", "/no/such/dataset"], HopgraphError, "no dataset"),
+        (
+            ["index", str(demo_dataset_path()), "-o", "/tmp/x", "--set", "hnsw"],
+            ConfigError,
+            "key=value",
+        ),
+    ],
+)
+def test_errors(args, error, match):
+    r = run(*args)
+    assert isinstance(r.exception, error) and match in str(r.exception)
+
+
+def test_console_script_reports_errors_cleanly():
+    exe = shutil.which("hopgraph") or f"{sys.prefix}/bin/hopgraph"
+    p = subprocess.run([exe, "search", "/no/such/index", "q"], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert p.stderr.startswith("error: no index at") and "Traceback" not in p.stderr
