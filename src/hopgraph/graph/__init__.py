@@ -1,0 +1,5 @@
+"""Graph algorithms on sparse matrices: Personalized PageRank (power iteration and push)."""
+
+from hopgraph.graph.ppr import ppr_exact, ppr_power, ppr_push, row_normalize
+
+__all__ = ["ppr_exact", "ppr_power", "ppr_push", "row_normalize"]
