@@ -15,8 +15,9 @@ from typing import Protocol
 
 from hopgraph.errors import ConfigError
 
-# SPRIG §3.2: \b[A-Z][a-z]+(\s+[A-Z][a-z]+){0,3}\b
-REGEX_PATTERN = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,3}\b")
+# SPRIG §3.2: \b[A-Z][a-z]+(\s+[A-Z][a-z]+){0,3}\b, except that a match never crosses a line
+# break, so a passage's title line and its first sentence ("Ada Vell\nAda Vell was ...") stay apart.
+REGEX_PATTERN = re.compile(r"\b[A-Z][a-z]+(?:[^\S\n]+[A-Z][a-z]+){0,3}\b")
 
 # spaCy labels for names (numeric types DATE, TIME, PERCENT, MONEY, QUANTITY, ORDINAL, CARDINAL
 # are not entities a multi-hop question pivots on).
