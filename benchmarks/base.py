@@ -37,12 +37,13 @@ METHODS = [
 INDEX_OPTIONS = {"dense": {"hnsw": True}}
 
 
-def open_index(path: Path, ds) -> Index:
-    folder = index_cache_dir(path, ds.name, INDEX_OPTIONS)
-    if (folder / "manifest.json").exists():
-        return Index.load(folder)
-    index = Index.build(ds.corpus, ["sparse", "dense"], INDEX_OPTIONS, progress=True)
-    index.save(folder)
+def open_index(path: Path, ds, parts=("sparse", "dense"), options=None) -> Index:
+    """The cached index of this corpus with ``parts`` built with ``options`` (default: HNSW on)."""
+    options = INDEX_OPTIONS if options is None else options
+    folder = index_cache_dir(path, ds.name)
+    index = Index.load(folder) if (folder / "manifest.json").exists() else Index(ds.corpus)
+    if index.add_parts(parts, options, progress=True, rebuild_changed=True):
+        index.save(folder)
     return index
 
 

@@ -65,7 +65,9 @@ def test_matches_networkx_pagerank():
     s = seed_vector(40, 8)
     G = nx.DiGraph()
     coo = P.tocoo()
-    G.add_weighted_edges_from(zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist(), strict=True))
+    G.add_weighted_edges_from(
+        zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist(), strict=True)
+    )
     pr = nx.pagerank(G, alpha=0.85, personalization=dict(enumerate(s)), tol=1e-14, max_iter=1000)
     ours = ppr_exact(P, s, 0.15)
     np.testing.assert_allclose([pr[i] for i in range(40)], ours / ours.sum(), atol=1e-8)

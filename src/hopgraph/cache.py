@@ -22,12 +22,19 @@ def _fingerprint(path: Path) -> list[Any]:
 
 
 def index_cache_dir(
-    dataset_path: Path, name: str, options: dict[str, Any], root: Path | None = None
+    dataset_path: Path,
+    name: str,
+    corpus_options: dict[str, Any] | None = None,
+    root: Path | None = None,
 ) -> Path:
-    """A folder name that changes whenever the corpus files or the index options change."""
+    """A folder per corpus: its name changes whenever the corpus files (or the options that
+    change how they are read, such as chunking) change. Part options are checked against the
+    manifest instead, so changing one part's options rebuilds only that part."""
     corpus = (
         dataset_path / "corpus.jsonl" if (dataset_path / "corpus.jsonl").exists() else dataset_path
     )
-    key = json.dumps([FORMAT_VERSION, _fingerprint(corpus), options], sort_keys=True, default=str)
+    key = json.dumps(
+        [FORMAT_VERSION, _fingerprint(corpus), corpus_options or {}], sort_keys=True, default=str
+    )
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     return (root or cache_root()) / f"{name}-{digest}"

@@ -109,13 +109,21 @@ def _why(why: dict[str, Any]) -> str:
     return ", ".join(f"{k}={fmt(v)}" for k, v in why.items())
 
 
-def method_specs(methods: list[str], sets: dict[str, str]) -> list:
+def method_specs(methods: list[str], sets: dict[str, str], preset: dict | None = None) -> list:
     """Give each method its parameters: ``method.param=v`` for one, ``param=v`` for all that
-    have ``param`` (an error if none has it)."""
+    have ``param`` (an error if none has it). A preset's ``graph`` parameters go to every method
+    that has them and its ``seed_k`` to the methods it names; ``--set`` overrides both."""
     from hopgraph.eval import MethodSpec
     from hopgraph.retrieve import method_class
 
     params: dict[str, dict[str, str]] = {m: {} for m in methods}
+    for m in methods:
+        names = {n for n, *_ in describe_options(method_class(m).Params)}
+        for key, value in (preset or {}).get("graph", {}).items():
+            if key in names:
+                params[m][key] = value
+        if m in (preset or {}).get("seed_k", {}) and "seed_k" in names:
+            params[m]["seed_k"] = preset["seed_k"][m]
     for key, value in sets.items():
         m, dot, name = key.partition(".")
         if dot and m in params:
@@ -135,7 +143,8 @@ def method_specs(methods: list[str], sets: dict[str, str]) -> list:
 @click.argument("dataset")
 @click.option("--method", "methods", default="bm25", show_default=True, help="comma-separated")
 @click.option("--set", "sets", multiple=True, help=f"[method.]param=value; {ASSIGN_HELP}")
-@click.option("--index-set", "index_sets", multiple=True, help="index part option part.opt=v")
+@click.option("--index-set", "index_sets_cli", multiple=True, help="index part option part.opt=v")
+@click.option("--preset", default=None, help="named preset of tuned settings (hopgraph presets)")
 @click.option("--k", "ks", default="1,2,5,10", show_default=True, callback=lambda c, p, v: _ks(v))
 @click.option("--depth", default=100, show_default=True, help="passages retrieved per question")
 @click.option("--limit", type=int, default=None, help="first N questions only")
@@ -147,7 +156,7 @@ def method_specs(methods: list[str], sets: dict[str, str]) -> list:
 @click.option("--index-dir", default=None, help="index cache folder (or $HOPGRAPH_CACHE)")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
 def eval_cmd(
-    dataset, methods, sets, index_sets, ks, depth, limit, json_out, per_query, split,
+    dataset, methods, sets, index_sets_cli, preset, ks, depth, limit, json_out, per_query, split,
     include_incomplete, data_dir, index_dir, quiet,
 ) -> None:  # fmt: skip
     """Evaluate methods on DATASET (unified-layout or BEIR folder, or a name under --data-dir)."""
@@ -157,10 +166,21 @@ def eval_cmd(
 
     path = _resolve_dataset(dataset, data_dir)
     ds = load_dataset(path, split=split, include_incomplete=include_incomplete)
-    specs = method_specs(_csv(methods), parse_assignments(sets))
+    from hopgraph.presets import load_preset
+
+    chosen = load_preset(preset) if preset else None
+    specs = method_specs(_csv(methods), parse_assignments(sets), chosen)
+    if chosen:  # preset index options first, --index-set after (so it wins)
+        index_sets = [
+            f"{p}.{k}={v}" for p, o in chosen.get("index", {}).items() for k, v in o.items()
+        ]
+        index_sets += [f"entities.{k}={v}" for k, v in chosen.get("entities", {}).items()]
+        index_sets += list(index_sets_cli)
     click.echo(f"{ds.name}: {len(ds.corpus)} passages, {len(ds.questions)} questions", err=True)
     for reason, n in ds.skipped.items():
         click.echo(f"skipped {n} questions ({reason}; --include-incomplete keeps them)", err=True)
+    else:
+        index_sets = list(index_sets_cli)
     index = open_cached_index(ds, path, required_parts(specs), index_sets, index_dir, not quiet)
     results = evaluate(index, ds, specs, ks=ks, depth=depth, limit=limit, progress=not quiet)
     click.echo(markdown_table(results, ks))
@@ -177,7 +197,7 @@ def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bo
     from hopgraph.index import Index, split_part_options
 
     options = split_part_options(parse_assignments(index_sets))
-    folder = index_cache_dir(path, ds.name, options, Path(index_dir) if index_dir else None)
+    folder = index_cache_dir(path, ds.name, root=Path(index_dir) if index_dir else None)
     index = None
     if (folder / "manifest.json").exists():
         try:
@@ -186,10 +206,23 @@ def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bo
             click.echo(f"cached index unusable ({exc}); rebuilding", err=True)
     if index is None:
         index = Index(ds.corpus)
-    if index.add_parts(parts, options, progress=progress):
+    if index.add_parts(parts, options, progress=progress, rebuild_changed=True):
         index.save(folder)
         click.echo(f"index saved to {folder}", err=True)
     return index
+
+
+@cli.command("presets")
+@click.argument("name", required=False)
+def presets_cmd(name) -> None:
+    """List the named presets, or show one."""
+    from hopgraph.presets import list_presets, load_preset
+
+    if name:
+        click.echo(json.dumps(load_preset(name), indent=2))
+        return
+    for n in list_presets():
+        click.echo(f"{n}: {load_preset(n).get('description', '')}")
 
 
 @cli.command("info")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from hopgraph.corpus import Dataset
@@ -107,14 +108,21 @@ def evaluate(
         retriever = get_retriever(index, spec.method, **spec.params)
         retriever.search(questions[0].text, k=depth)  # warm-up: loads models, fills caches
         rows, times = [], []
+        stages: dict[str, list[float]] = {}
         for q in tqdm(questions, desc=f"eval {spec.label}", unit="q", disable=not progress):
             t0 = time.perf_counter()
             ranking = retriever.search(q.text, k=depth)
             times.append(time.perf_counter() - t0)
             m = compute_all(ranking.ids, q.gold, all_ks)
             rows.append({"id": q.id, "top10": ranking.ids[:10], **m, "latency_ms": times[-1] * 1e3})
+            for key, v in ranking.info.items():  # stage timings such as seed_ms, ppr_ms
+                if key.endswith("_ms") and isinstance(v, float):
+                    stages.setdefault(key, []).append(v)
         metrics = aggregate([{k: v for k, v in r.items() if isinstance(v, float)} for r in rows])
         metrics.pop("latency_ms", None)
+        latency = latency_percentiles(times)
+        for key, vals in stages.items():
+            latency[f"{key}_p50"] = float(np.median(vals))
         parts = method_class(spec.method).requires
         results.append(
             MethodResult(
@@ -123,7 +131,7 @@ def evaluate(
                 params=dict(spec.params),
                 n_questions=len(questions),
                 metrics=metrics,
-                latency=latency_percentiles(times),
+                latency=latency,
                 index_seconds=round(sum(index.build_seconds.get(p, 0.0) for p in parts), 3),
                 peak_rss_mb=round(peak_rss_mb(), 1),
                 per_query=rows,

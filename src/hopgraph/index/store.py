@@ -71,9 +71,18 @@ class Index:
         return index
 
     def add_parts(
-        self, names: Iterable[str], options: PartOptions | None = None, *, progress: bool = True
+        self,
+        names: Iterable[str],
+        options: PartOptions | None = None,
+        *,
+        progress: bool = True,
+        rebuild_changed: bool = False,
     ) -> list[str]:
-        """Build parts this index does not have yet; returns the names built."""
+        """Build the named parts this index does not have yet; returns the names built.
+
+        A part that exists with other options than those given for it raises ConfigError, or is
+        rebuilt when ``rebuild_changed``. A part given no options is kept as it is.
+        """
         options = options or {}
         names = list(dict.fromkeys(names))
         unknown = set(options) - set(available_parts())
@@ -89,9 +98,16 @@ class Index:
             for dep in cls.requires:
                 if dep not in self.parts and dep not in names:
                     names.append(dep)
-            if name in self.parts:
-                continue
             opts = make_options(cls.Options, options.get(name), what=f"part {name!r}")
+            have = self.parts.get(name)
+            if have is not None:
+                if name not in options or have.options == opts:
+                    continue
+                if not rebuild_changed:
+                    raise ConfigError(
+                        f"the index already has a {name!r} part built with other options "
+                        f"({asdict(have.options)}); build a new index for {asdict(opts)}"
+                    )
             t0 = time.perf_counter()
             self.parts[name] = cls.build(self.corpus, opts, progress=progress)
             self.build_seconds[name] = time.perf_counter() - t0
