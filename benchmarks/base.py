@@ -47,7 +47,7 @@ def open_index(path: Path, ds, parts=("sparse", "dense"), options=None) -> Index
     return index
 
 
-def embedding_speed(path: Path, n: int = 512) -> dict:
+def embedding_speed(path: Path, n: int = 256) -> dict:
     from hopgraph.models import load_embedder
 
     ds = load_dataset(path)
@@ -55,7 +55,7 @@ def embedding_speed(path: Path, n: int = 512) -> dict:
     emb = load_embedder()
     emb.encode(texts[:32])
     out = {"bf16": emb.bf16, "passages": len(texts)}
-    for bs in (8, 16, 32, 64):
+    for bs in (16, 32, 64):
         runs = []
         for _ in range(3):
             t0 = time.perf_counter()

@@ -39,7 +39,9 @@ def ppr_power(
     PT: sp.csr_matrix, s: np.ndarray, alpha: float, max_iter: int, tol: float = 0.0
 ) -> np.ndarray:
     """``max_iter`` steps of ``r ← α·s + (1 − α)·Pᵀ·r`` from ``r = s``; ``PT`` is ``Pᵀ`` in CSR
-    (precompute it once per graph). Stops early when the L1 change falls below ``tol``."""
+    (precompute it once per graph). ``s`` may be one seed vector or a (nodes, queries) block,
+    which runs a batch of queries in one sparse × dense product per step. Stops early when the
+    L1 change falls below ``tol``."""
     s = np.asarray(s, dtype=np.float64)
     r = s.copy()
     a_s = alpha * s

@@ -54,6 +54,12 @@ class Retriever(ABC):
             qvecs = self.index.part("dense").encode_queries(list(queries))
         else:
             qvecs = [None] * len(queries)
+        return self._search_many(list(queries), k, qvecs)
+
+    def _search_many(
+        self, queries: list[str], k: int, qvecs: Sequence[np.ndarray | None]
+    ) -> list[Ranking]:
+        """Validated queries with their embeddings; methods with a batched path override this."""
         return [self._search(q, k, v) for q, v in zip(queries, qvecs, strict=True)]
 
     @abstractmethod

@@ -9,6 +9,7 @@ SPRIG-EL is the index option ``entities.title_aliases=true``; SPRIG-PRUNE is
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -117,9 +118,30 @@ class _PPRRetriever(Retriever):
         t1 = time.perf_counter()
         r = self.propagate(s, g)
         info.update(seed_ms=(t1 - t0) * 1e3, ppr_ms=(time.perf_counter() - t1) * 1e3)
+        return self._rank(query, k, r, s, g, info)
+
+    def _rank(
+        self, query: str, k: int, r: np.ndarray, s: np.ndarray, g: BipartiteGraph, info: dict
+    ) -> Ranking:
         doc = r[: g.n_passages]
         rows = top_k(doc, k, positive_only=True)
         return self._ranking(query, rows, doc[rows], lambda: self._explain(rows, r, s, g), info)
+
+    def _search_many(
+        self, queries: list[str], k: int, qvecs: Sequence[np.ndarray | None]
+    ) -> list[Ranking]:
+        """Power iteration for a batch is one sparse × dense product per step for all queries."""
+        p: GraphParams = self.params
+        if p.ppr != "power" or len(queries) < 2:
+            return super()._search_many(queries, k, qvecs)
+        g = self.graph()
+        seeds = [self.seed_vector(q, k, v, g) for q, v in zip(queries, qvecs, strict=True)]
+        S = np.stack([s for s, _ in seeds], axis=1)
+        R = ppr_power(g.PT, S, p.alpha, p.max_iter)
+        return [
+            self._rank(q, k, R[:, j], S[:, j], g, info)
+            for j, (q, (_, info)) in enumerate(zip(queries, seeds, strict=True))
+        ]
 
     def _explain(self, rows: np.ndarray, r: np.ndarray, s: np.ndarray, g: BipartiteGraph) -> list:
         n, names = g.n_passages, self.entities.names
@@ -200,6 +222,8 @@ class RRFPPRFusionRetriever(_PPRRetriever):
     def __init__(self, index, params):  # noqa: ANN001
         super().__init__(index, params)
         self.rrf = get_retriever(index, "rrf")
+
+    _search_many = Retriever._search_many  # per query: the fused list is not a PPR vector
 
     def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
         p: FusionParams = self.params
