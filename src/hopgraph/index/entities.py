@@ -8,7 +8,6 @@ and edge caps can be varied without re-running NER.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,40 +76,42 @@ class EntityPart(IndexPart):
         extractor = make_extractor(o.ner, spacy_model=o.spacy_model, n_process=o.n_process)
         raw = extractor.extract([p.content for p in corpus], progress=progress)
         aliases = title_alias_map(corpus, o.normalize) if o.title_aliases else {}
-        counts: list[Counter[str]] = []
+        keys: dict[str, int] = {}  # canonical entity → provisional column
+        memo: dict[str, int] = {}  # raw mention → provisional column (mentions repeat a lot)
+        rows: list[int] = []
+        cols: list[int] = []
         for i, mentions in enumerate(raw):
-            c = Counter(canonical(m, o.normalize, aliases) for m in mentions)
+            for m in mentions:
+                j = memo.get(m)
+                if j is None:
+                    j = memo[m] = keys.setdefault(canonical(m, o.normalize, aliases), len(keys))
+                rows.append(i)
+                cols.append(j)
             if aliases:
                 own = aliases.get(
                     normalize_entity(strip_disambiguator(corpus[i].title), o.normalize)
                 )
                 if own:
-                    c[own] += 1
-            counts.append(c)
-        df = Counter(e for c in counts for e in c)
+                    rows.append(i)
+                    cols.append(keys.setdefault(own, len(keys)))
         n = len(corpus)
-        max_df = o.max_entity_df_ratio * n
-        names = sorted(
-            e
-            for e, d in df.items()
-            if e and len(e) >= o.min_entity_len and o.min_entity_df <= d <= max_df
-        )
-        ids = {e: i for i, e in enumerate(names)}
-        rows, cols, vals = [], [], []
-        for r, c in enumerate(counts):
-            for e, v in c.items():
-                j = ids.get(e)
-                if j is not None:
-                    rows.append(r)
-                    cols.append(j)
-                    vals.append(v)
-        mentions = sp.csr_matrix(
+        counts = sp.csr_matrix(
             (
-                np.asarray(vals, np.float32),
+                np.ones(len(rows), np.float32),
                 (np.asarray(rows, np.int64), np.asarray(cols, np.int64)),
             ),
-            shape=(n, len(names)),
+            shape=(n, len(keys)),
         )
+        counts.sum_duplicates()
+        df = np.bincount(counts.indices, minlength=len(keys))
+        names_all = list(keys)
+        lengths = np.fromiter((len(e) for e in names_all), dtype=np.int64, count=len(names_all))
+        ok = (lengths >= o.min_entity_len) & (df >= o.min_entity_df)
+        ok &= df <= o.max_entity_df_ratio * n
+        # columns sorted by name, so the same corpus always gives the same ids
+        kept = sorted(np.flatnonzero(ok).tolist(), key=names_all.__getitem__)
+        names = [names_all[j] for j in kept]
+        mentions = sp.csr_matrix(counts[:, kept])
         mentions.sort_indices()
         return cls(o, names, mentions, aliases)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Protocol
 
 from hopgraph.errors import ConfigError
@@ -58,6 +59,7 @@ class RegexNER:
         return [findall(t) for t in texts]
 
 
+@lru_cache(maxsize=1 << 18)
 def normalize_entity(mention: str, mode: str) -> str:
     """``none``: trimmed; ``lower``: lowercased; ``simple``: lowercased, accents folded,
     every run of non-alphanumerics collapsed to one space (SPRIG's "simple rule")."""
