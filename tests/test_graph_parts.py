@@ -204,3 +204,41 @@ def test_bad_graph_params(tiny_index):
     ):
         with pytest.raises(ConfigError):
             get_retriever(tiny_index, "graph", **bad)
+
+
+def test_ngram_query_matcher_ignores_capitalisation():
+    c = Corpus(
+        [
+            Passage(
+                "0", "Me and Bobby McGee", "Me and Bobby McGee is a song by Kris Kristofferson."
+            ),
+            Passage("1", "Kris Kristofferson", "Kris Kristofferson is a singer."),
+        ]
+    )
+    ix = Index.build(c, ["entities"], {"entities": {"title_aliases": True}}, progress=False)
+    ents = ix.part("entities")
+    q = "who wrote the song me and bobby mcgee"
+    assert ents.query_entities(q, "ner") == []  # no capitals: the regex finds nothing
+    assert [ents.names[i] for i in ents.query_entities(q, "ngram")] == ["me and bobby mcgee"]
+    # longest match wins and single function words never match
+    q2 = "Who Is Kris Kristofferson?"
+    assert [ents.names[i] for i in ents.query_entities(q2, "ngram")] == ["kris kristofferson"]
+
+
+def test_own_page_boost_scales_entity_to_title_passage_edges(tiny):
+    ix = Index.build(
+        tiny, ["sparse", "entities"], {"entities": {"title_aliases": True}}, progress=False
+    )
+    ents = ix.part("entities")
+    e = ents.ids["red lamp"]
+    assert ents.owns[2, e] == 1 and ents.owns[0, e] == 0  # passage 2 is Red Lamp's own page
+    plain, boosted = ents.graph(0.5, 0.0, 0, 1.0), ents.graph(0.5, 0.0, 0, 5.0)
+    node = 5 + e
+    w_plain = plain.P[node].toarray().ravel()
+    w_boost = boosted.P[node].toarray().ravel()
+    assert w_boost[2] > w_plain[2] and w_boost[0] < w_plain[0]
+    # the boost is exactly 5x on the raw weight before row normalisation
+    ratio = (w_boost[2] / w_boost[0]) / (w_plain[2] / w_plain[0])
+    assert ratio == pytest.approx(5.0)
+    r = get_retriever(ix, "graph", own_page_boost=5.0).search("Who wrote Red Lamp?", k=3)
+    assert r.ids[0] == "2"

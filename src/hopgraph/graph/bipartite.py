@@ -54,12 +54,16 @@ def build_bipartite(
     prune_top_pct: float = 0.0,
     edge_cap: int = 0,
     keep: np.ndarray | None = None,
+    own: sp.csr_matrix | None = None,
+    own_boost: float = 1.0,
 ) -> BipartiteGraph:
     """Build the graph from passage × node counts ``tf``.
 
     ``hub_penalty`` p scales passage→node edges by df^-p; ``prune_top_pct`` removes the x% of nodes
     with the highest df; ``edge_cap`` L keeps each node's L heaviest edges (0 = no cap);
-    ``keep`` is an optional prior mask of usable nodes (e.g. df filters).
+    ``keep`` is an optional prior mask of usable nodes (e.g. df filters); ``own`` marks
+    (passage, node) pairs where the passage is the node's own page (its title), whose
+    node→passage edges are multiplied by ``own_boost``.
     """
     n, e = tf.shape
     w, df = tfidf_weights(tf)
@@ -77,6 +81,8 @@ def build_bipartite(
     if edge_cap > 0:
         wt = _cap_rows(wt, edge_cap)
         w = sp.csr_matrix(wt.T)
+    if own is not None and own_boost != 1.0:
+        wt = sp.csr_matrix(wt + (own_boost - 1.0) * wt.multiply(sp.csr_matrix(own.T)))
     scale = np.power(np.maximum(df, 1.0), -hub_penalty)
     d2e = sp.csr_matrix(w @ sp.diags(scale))
     W = sp.bmat([[None, d2e], [wt, None]], format="csr", dtype=np.float64)

@@ -52,9 +52,12 @@ class EntityPart(IndexPart):
         names: list[str],
         mentions: sp.csr_matrix,
         aliases: dict[str, str] | None = None,
+        owns: sp.csr_matrix | None = None,
     ):
         super().__init__(options)
         self.names = names
+        # owns[d, e] = 1 when entity e is the title alias of passage d (its "own page"; EL only)
+        self.owns = owns
         self.ids = {n: i for i, n in enumerate(names)}
         self.mentions = mentions
         self.aliases = aliases or {}
@@ -76,6 +79,8 @@ class EntityPart(IndexPart):
         extractor = make_extractor(o.ner, spacy_model=o.spacy_model, n_process=o.n_process)
         raw = extractor.extract([p.content for p in corpus], progress=progress)
         aliases = title_alias_map(corpus, o.normalize) if o.title_aliases else {}
+        own_rows: list[int] = []
+        own_cols: list[int] = []
         keys: dict[str, int] = {}  # canonical entity → provisional column
         memo: dict[str, int] = {}  # raw mention → provisional column (mentions repeat a lot)
         rows: list[int] = []
@@ -94,6 +99,8 @@ class EntityPart(IndexPart):
                 if own:
                     rows.append(i)
                     cols.append(keys.setdefault(own, len(keys)))
+                    own_rows.append(i)
+                    own_cols.append(cols[-1])
         n = len(corpus)
         counts = sp.csr_matrix(
             (
@@ -113,7 +120,15 @@ class EntityPart(IndexPart):
         names = [names_all[j] for j in kept]
         mentions = sp.csr_matrix(counts[:, kept])
         mentions.sort_indices()
-        return cls(o, names, mentions, aliases)
+        owns = None
+        if aliases:
+            owned = sp.csr_matrix(
+                (np.ones(len(own_rows), np.float32), (own_rows, own_cols)), shape=(n, len(keys))
+            )
+            owns = sp.csr_matrix(owned[:, kept])
+            owns.data[:] = 1.0
+            owns.sort_indices()
+        return cls(o, names, mentions, aliases, owns)
 
     def save(self, folder: Path) -> None:
         (folder / "entities.json").write_text(json.dumps(self.names, ensure_ascii=False))
@@ -121,6 +136,9 @@ class EntityPart(IndexPart):
         np.save(folder / "mentions.indptr.npy", self.mentions.indptr)
         np.save(folder / "mentions.indices.npy", self.mentions.indices)
         np.save(folder / "mentions.data.npy", self.mentions.data)
+        if self.owns is not None:
+            np.save(folder / "owns.indptr.npy", self.owns.indptr)
+            np.save(folder / "owns.indices.npy", self.owns.indices)
 
     @classmethod
     def load(cls, folder: Path, options: EntityOptions, *, mmap: bool = True) -> EntityPart:
@@ -136,7 +154,14 @@ class EntityPart(IndexPart):
             ),
             shape=(len(indptr) - 1, len(names)),
         )
-        return cls(options, names, mentions, aliases)
+        owns = None
+        if (folder / "owns.indptr.npy").exists():
+            oi = np.load(folder / "owns.indices.npy")
+            owns = sp.csr_matrix(
+                (np.ones(len(oi), np.float32), oi, np.load(folder / "owns.indptr.npy")),
+                shape=mentions.shape,
+            )
+        return cls(options, names, mentions, aliases, owns)
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -147,9 +172,17 @@ class EntityPart(IndexPart):
         }
 
     # -- querying -------------------------------------------------------------------------
-    def query_entities(self, text: str) -> list[int]:
-        """Ids of the entities mentioned in ``text`` (same NER, normalisation and aliases)."""
+    def query_entities(self, text: str, matcher: str = "ner") -> list[int]:
+        """Ids of the entities mentioned in ``text``.
+
+        ``ner``: the index's own NER, normalisation and aliases (SPRIG). ``ngram``: every span of
+        1–6 words of the query, normalised the same way, looked up in the entity vocabulary,
+        longest match first and without overlaps; it does not depend on capitalisation, so
+        "Me And Bobby Mcgee" finds the alias of the passage titled "Me and Bobby McGee".
+        """
         o = self.options
+        if matcher == "ngram":
+            return self._ngram_entities(text)
         out: list[int] = []
         for m in self.extractor.extract([text])[0]:
             j = self.ids.get(canonical(m, o.normalize, self.aliases))
@@ -157,12 +190,34 @@ class EntityPart(IndexPart):
                 out.append(j)
         return out
 
+    def _ngram_entities(self, text: str, max_len: int = 6) -> list[int]:
+        words = [w.strip(_EDGE_PUNCT) for w in text.split()]
+        o, ids = self.options, self.ids
+        found: list[tuple[int, int, int]] = []  # (start, end, entity)
+        for n in range(min(max_len, len(words)), 0, -1):
+            for i in range(len(words) - n + 1):
+                span = words[i : i + n]
+                if not span[0] or not span[-1]:
+                    continue
+                if n == 1 and (span[0].lower() in _STOP or not span[0][:1].isupper()):
+                    continue  # one lowercase or function word is no entity reference
+                j = ids.get(canonical(" ".join(span), o.normalize, self.aliases))
+                if j is not None and all(e <= i or s >= i + n for s, e, _ in found):
+                    found.append((i, i + n, j))
+        out: list[int] = []
+        for _, _, j in sorted(found):
+            if j not in out:
+                out.append(j)
+        return out
+
     def passage_entities(self, row: int) -> np.ndarray:
         return self.mentions.indices[self.mentions.indptr[row] : self.mentions.indptr[row + 1]]
 
-    def graph(self, hub_penalty: float, prune_top_pct: float, edge_cap: int) -> BipartiteGraph:
+    def graph(
+        self, hub_penalty: float, prune_top_pct: float, edge_cap: int, own_page_boost: float = 1.0
+    ) -> BipartiteGraph:
         """The entity–passage transition graph for these settings (built once, then cached)."""
-        key = (hub_penalty, prune_top_pct, edge_cap)
+        key = (hub_penalty, prune_top_pct, edge_cap, own_page_boost)
         g = self._graphs.get(key)
         if g is None:
             g = self._graphs[key] = build_bipartite(
@@ -170,8 +225,18 @@ class EntityPart(IndexPart):
                 hub_penalty=hub_penalty,
                 prune_top_pct=prune_top_pct,
                 edge_cap=edge_cap,
+                own=self.owns if own_page_boost != 1.0 else None,
+                own_boost=own_page_boost,
             )
         return g
+
+
+_EDGE_PUNCT = "\"'“”‘’.,;:!?()[]{}"
+_STOP = frozenset(
+    "a an the and or of in on at to for from by with who what when where which why how whose "
+    "is was are were be been did do does has have had that this these those it its his her their "
+    "both same than film song".split()
+)
 
 
 def canonical(mention: str, mode: str, aliases: dict[str, str]) -> str:

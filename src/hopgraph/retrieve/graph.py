@@ -33,6 +33,9 @@ class GraphParams:
     hub_penalty: float = option(0.5, "p: passage→entity edges scaled by df^-p")
     entity_q: float = option(0.5, "q: query-entity seeds weighted df^-q")
     entity_seeds: bool = option(True, "seed the query's entities")
+    query_matcher: str = option(
+        "ner", "find query entities by the index's NER or by n-gram lookup", ("ner", "ngram")
+    )
     seed_k: int = option(5, "top-k passages of the seed retriever")
     seed_weighting: str = option("rank", "seed passage weights", WEIGHTINGS)
     mixing: str = option("l1", "entity/passage seed mixing (adaptive = SPRIG-MIX)", MIXINGS)
@@ -41,6 +44,9 @@ class GraphParams:
                            ("uniform", "bm25"))  # fmt: skip
     prune_top_pct: float = option(0.0, "SPRIG-PRUNE: drop the top x% entities by df")
     edge_cap: int = option(0, "keep each entity's L heaviest edges (0 = all)")
+    own_page_boost: float = option(
+        1.0, "multiply entity→passage edges into the entity's own page (needs title aliases)"
+    )
 
     def validate(self) -> None:
         in_unit_interval("alpha", self.alpha)
@@ -48,6 +54,7 @@ class GraphParams:
         positive("max_iter", self.max_iter)
         positive("eps", self.eps)
         positive("seed_k", self.seed_k)
+        positive("own_page_boost", self.own_page_boost)
         if not 0 <= self.prune_top_pct < 100:
             from hopgraph.errors import ConfigError
 
@@ -68,13 +75,14 @@ class _PPRRetriever(Retriever):
 
     def graph(self) -> BipartiteGraph:
         p: GraphParams = self.params
-        return self.entities.graph(p.hub_penalty, p.prune_top_pct, p.edge_cap)
+        return self.entities.graph(p.hub_penalty, p.prune_top_pct, p.edge_cap, p.own_page_boost)
 
     def query_nodes(self, query: str, g: BipartiteGraph) -> np.ndarray:
         """Node ids (offset by the passage count) of the query's usable entities."""
         if not self.params.entity_seeds:
             return np.zeros(0, np.int64)
-        ents = np.asarray(self.entities.query_entities(query), dtype=np.int64)
+        ents = self.entities.query_entities(query, self.params.query_matcher)
+        ents = np.asarray(ents, dtype=np.int64)
         return ents[g.kept[ents]] if ents.size else ents
 
     def seed_vector(
