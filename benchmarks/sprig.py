@@ -67,6 +67,11 @@ def el_methods(preset: dict) -> list[MethodSpec]:
         params = {**g, **({"seed_k": seeds[m]} if m in seeds else {})}
         params.update(prune_top_pct=1.0, mixing="adaptive")
         out.append(MethodSpec(m, params, f"{m}+ALL"))
+    # hopgraph's own addition (preset sprig-plus): EL + own-page boost, tuned on the train sets
+    boost = load_preset("sprig-plus")["graph"]["own_page_boost"]
+    for m in ("graph", "graph_hybrid", "graph_dense", "graph_rrf"):
+        params = {**g, **({"seed_k": seeds[m]} if m in seeds else {}), "own_page_boost": boost}
+        out.append(MethodSpec(m, params, f"{m}+EL+OWN"))
     return out
 
 
