@@ -18,14 +18,28 @@ from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError
 from hopgraph.index.part import IndexPart, register_part
-from hopgraph.models.embedder import DEFAULT_EMBEDDER, Embedder, load_embedder
+from hopgraph.models.embedder import (
+    BACKENDS,
+    DEFAULT_BACKEND,
+    DEFAULT_EMBEDDER,
+    Embedder,
+    load_embedder,
+)
 
 
 @dataclass(frozen=True)
 class DenseOptions:
     model: str = option(DEFAULT_EMBEDDER, "sentence-transformers model: name or local folder")
+    backend: str = option(
+        DEFAULT_BACKEND,
+        "encoder runtime: onnx = ONNX Runtime (exported once to a cache, same vectors, ~2.5x "
+        "faster single queries on CPU), torch = PyTorch",
+        choices=BACKENDS,
+    )
     precision: str = option(
-        "auto", "auto = bf16 where the CPU has it, else fp32", choices=("auto", "bf16", "fp32")
+        "auto",
+        "torch backend: auto = bf16 where the CPU has it, else fp32 (onnx always runs fp32)",
+        choices=("auto", "bf16", "fp32"),
     )
     batch_size: int = option(16, "passages per encoder batch")
     max_seq_length: int = option(256, "encoder truncation length in tokens")
@@ -36,6 +50,8 @@ class DenseOptions:
     def validate(self) -> None:
         for name in ("batch_size", "max_seq_length", "hnsw_m", "hnsw_ef_construction"):
             positive(name, getattr(self, name))
+        if self.backend == "onnx" and self.precision == "bf16":
+            raise ConfigError("precision=bf16 needs backend=torch (the onnx backend runs fp32)")
 
 
 @register_part
@@ -55,7 +71,7 @@ class DensePart(IndexPart):
         if self._embedder is None:
             o = self.options
             self._embedder = load_embedder(
-                o.model, precision=o.precision, max_seq_length=o.max_seq_length
+                o.model, precision=o.precision, max_seq_length=o.max_seq_length, backend=o.backend
             )
             if self._embedder.dim != self.embeddings.shape[1]:
                 raise ConfigError(
@@ -67,7 +83,10 @@ class DensePart(IndexPart):
     @classmethod
     def build(cls, corpus: Corpus, options: DenseOptions, *, progress: bool = True) -> DensePart:
         emb = load_embedder(
-            options.model, precision=options.precision, max_seq_length=options.max_seq_length
+            options.model,
+            precision=options.precision,
+            max_seq_length=options.max_seq_length,
+            backend=options.backend,
         )
         texts = [p.content for p in corpus]
         vectors = emb.encode(texts, batch_size=options.batch_size, progress=progress)

