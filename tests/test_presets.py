@@ -19,7 +19,8 @@ def test_builtin_presets_load_and_are_valid_for_their_methods():
     from hopgraph.retrieve.graph import GraphParams
 
     assert {"sprig", "sprig-hotpotqa", "sprig-2wikimultihopqa"} <= set(list_presets())
-    for name in ("sprig", "sprig-hotpotqa", "sprig-2wikimultihopqa"):
+    for name in ("sprig", "sprig-hotpotqa", "sprig-2wikimultihopqa", "sprig-plus",
+                 "sprig-plus-2wikimultihopqa"):  # fmt: skip
         p = load_preset(name)
         make_options(GraphParams, p["graph"])
         make_options(EntityOptions, p["entities"])
