@@ -66,23 +66,27 @@ def embedding_speed(path: Path, n: int = 256) -> dict:
 
 
 RSS_PROBE = """
-import json, resource, sys, psutil
+import json, sys, psutil
 from hopgraph.index import Index
 from hopgraph.retrieve import get_retriever
 index = Index.load(sys.argv[1])
 after_load = psutil.Process().memory_info().rss / 2**20
-for m in ("bm25", "dense", "rrf"):
-    get_retriever(index, m).search("who directed the film", k=10)
+for m in sys.argv[2].split(","):
+    get_retriever(index, m).search("Who directed the film Kiss and Tell?", k=10)
 rss = psutil.Process().memory_info().rss / 2**20
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a child of a big benchmark
+# process would report the parent's peak.
+peak = int(next(x for x in open("/proc/self/status") if x.startswith("VmHWM")).split()[1]) / 1024
 print(json.dumps({"rss_after_load_mb": round(after_load, 1),
                   "rss_after_queries_mb": round(rss, 1), "peak_rss_mb": round(peak, 1)}))
 """
 
 
-def loaded_rss(index_dir: Path) -> dict:
+def loaded_rss(index_dir: Path, methods: str = "bm25,dense,rrf") -> dict:
+    """RSS of a fresh process that loads the index (index RSS) and runs ``methods`` once each
+    (query RSS): SPRIG's Table A.7 split."""
     out = subprocess.run(
-        [sys.executable, "-c", RSS_PROBE, str(index_dir)],
+        [sys.executable, "-c", RSS_PROBE, str(index_dir), methods],
         capture_output=True,
         text=True,
         check=True,

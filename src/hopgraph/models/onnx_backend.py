@@ -98,8 +98,14 @@ def ensure_exported(path: str, *, name: str | None = None, root: Path | None = N
     if (final / "meta.json").is_file():
         return final
     require_onnxruntime()
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the ONNX export cache {final.parent} ({exc}): set "
+            "HOPGRAPH_ONNX_CACHE to a writable folder, or use backend=torch"
+        ) from None
     try:
         _export(path, tmp, name=name or path)
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache may be shared

@@ -68,6 +68,8 @@ def normalize_entity(mention: str, mode: str) -> str:
     if mode == "lower":
         return " ".join(mention.lower().split())
     if mode == "simple":
+        if mention.isascii():  # fast path: nothing to fold
+            return _NON_ALNUM.sub(" ", mention.lower()).strip()
         folded = unicodedata.normalize("NFKD", mention.lower())
         folded = "".join(c for c in folded if not unicodedata.combining(c))
         return _NON_ALNUM.sub(" ", folded).strip()
