@@ -53,6 +53,7 @@ class SparsePart(IndexPart):
         self.vocab: dict[str, int] = bm25.vocab_dict
         self.n_docs = int(bm25.scores["num_docs"])
         self._doc_len: np.ndarray | None = None
+        self.derived: dict[tuple, Any] = {}  # structures methods derive from this part (graphs)
 
     # -- building -------------------------------------------------------------------------
     @classmethod

@@ -281,18 +281,18 @@ class TfidfGraphRetriever(Retriever):
     name = "tfidf_graph"
     Params = TermGraphParams
     summary = "PPR over a TF-IDF term-passage graph (MixPR-like baseline)"
-    _cache: ClassVar[dict[tuple, BipartiteGraph]] = {}
 
     def graph(self) -> BipartiteGraph:
+        """The term graph for these settings, cached on the sparse part it is derived from."""
         p: TermGraphParams = self.params
         sparse = self.index.part("sparse")
-        key = (id(sparse), p.hub_penalty, p.min_df, p.max_df_ratio)
-        g = self._cache.get(key)
+        key = ("term_graph", p.hub_penalty, p.min_df, p.max_df_ratio)
+        g = sparse.derived.get(key)
         if g is None:
             tf = sparse.doc_terms
             df = np.bincount(tf.indices, minlength=tf.shape[1])
             keep = (df >= p.min_df) & (df <= p.max_df_ratio * tf.shape[0])
-            g = self._cache[key] = build_bipartite(tf, hub_penalty=p.hub_penalty, keep=keep)
+            g = sparse.derived[key] = build_bipartite(tf, hub_penalty=p.hub_penalty, keep=keep)
         return g
 
     def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
