@@ -82,16 +82,18 @@ class EntityPart(IndexPart):
         own_rows: list[int] = []
         own_cols: list[int] = []
         keys: dict[str, int] = {}  # canonical entity → provisional column
-        memo: dict[str, int] = {}  # raw mention → provisional column (mentions repeat a lot)
+
+        class Memo(dict):  # raw mention → provisional column (mentions repeat a lot)
+            def __missing__(self, m: str) -> int:
+                j = self[m] = keys.setdefault(canonical(m, o.normalize, aliases), len(keys))
+                return j
+
+        column = Memo().__getitem__
         rows: list[int] = []
         cols: list[int] = []
         for i, mentions in enumerate(raw):
-            for m in mentions:
-                j = memo.get(m)
-                if j is None:
-                    j = memo[m] = keys.setdefault(canonical(m, o.normalize, aliases), len(keys))
-                rows.append(i)
-                cols.append(j)
+            cols.extend(map(column, mentions))  # the loop runs in C
+            rows.extend([i] * len(mentions))
             if aliases:
                 own = aliases.get(
                     normalize_entity(strip_disambiguator(corpus[i].title), o.normalize)
