@@ -248,7 +248,9 @@ def methods_cmd() -> None:
 
 @cli.command("demo")
 @click.option("--workdir", type=click.Path(), default=None, help="where to write the demo index")
-@click.option("--method", default="rrf", show_default=True, help="method shown for the questions")
+@click.option(
+    "--method", default="graph_rrf", show_default=True, help="method shown for the questions"
+)
 def demo_cmd(workdir, method) -> None:
     """Index the built-in demo corpus, answer a few questions, and evaluate the base methods."""
     from hopgraph.demo import run_demo
