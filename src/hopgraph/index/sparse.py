@@ -53,6 +53,7 @@ class SparsePart(IndexPart):
         self.vocab: dict[str, int] = bm25.vocab_dict
         self.n_docs = int(bm25.scores["num_docs"])
         self._doc_len: np.ndarray | None = None
+        self._terms: list[str] | None = None
         self.derived: dict[tuple, Any] = {}  # structures methods derive from this part (graphs)
 
     # -- building -------------------------------------------------------------------------
@@ -138,7 +139,10 @@ class SparsePart(IndexPart):
         return self._doc_len
 
     def id_to_term(self) -> list[str]:
-        terms = [""] * len(self.vocab)
-        for t, i in self.vocab.items():
-            terms[i] = t
-        return terms
+        """Term of each vocabulary id (built once: RM3 reads it on every query)."""
+        if self._terms is None:
+            terms = [""] * len(self.vocab)
+            for t, i in self.vocab.items():
+                terms[i] = t
+            self._terms = terms
+        return self._terms

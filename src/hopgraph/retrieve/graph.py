@@ -331,13 +331,17 @@ class BM25TwoStepRetriever(Retriever):
     requires = ("sparse", "entities")
     summary = "BM25, entity-based query expansion from the top passages, BM25 again"
 
+    def __init__(self, index, params):  # noqa: ANN001
+        super().__init__(index, params)
+        n, df = len(index.corpus), index.part("entities").df
+        self.idf = np.log((n + 1.0) / (df + 1.0))  # SPRIG's entity IDF, fixed per index
+
     def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
         p: TwoStepParams = self.params
         sparse, ents = self.index.part("sparse"), self.index.part("entities")
         first, _ = lexical_search(sparse, query, p.first_k)
         in_query = set(ents.query_entities(query))
-        n = len(self.index.corpus)
-        idf = np.log((n + 1.0) / (ents.df + 1.0))
+        idf = self.idf
         weight: dict[int, float] = {}
         for row in first.tolist():
             lo, hi = ents.mentions.indptr[row], ents.mentions.indptr[row + 1]

@@ -47,9 +47,7 @@ def mix_seeds(
     the other is used alone.
     """
     n_e, n_d = int(np.count_nonzero(s_entities)), int(np.count_nonzero(s_passages))
-    if n_e == 0 or n_d == 0:
-        return _l1(s_entities + s_passages)
-    if mode == "l1":
+    if n_e == 0 or n_d == 0 or mode == "l1":
         return _l1(s_entities + s_passages)
     if mode == "fixed":
         a = alpha_mix
