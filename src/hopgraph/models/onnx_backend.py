@@ -13,6 +13,7 @@ and of the library versions that made it, written to a temporary folder and rena
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -172,8 +173,14 @@ def _export(path: str, out: Path, *, name: str) -> None:
         )
     module = _pipeline_module(st, names, extras)
     args = tuple(sample[k] for k in names)
-    with torch.no_grad():
-        exporter = _torch_export(module, args, names, out / "model.onnx")
+    # torch's exporter runs shape inference through temporary files in the working directory
+    # (sym_shape_infer_temp.onnx and a large .data file): run it in a scratch folder, removed after.
+    with (
+        torch.no_grad(),
+        tempfile.TemporaryDirectory(dir=out) as scratch,
+        contextlib.chdir(scratch),
+    ):
+        exporter = _torch_export(module, args, names, (out / "model.onnx").resolve())
     backend_tok.save(str(out / "tokenizer.json"))
     meta = {
         "export_version": EXPORT_VERSION,
