@@ -17,8 +17,18 @@ def cache_root() -> Path:
 
 
 def _fingerprint(path: Path) -> list[Any]:
+    """Content hashes, not modification times: a copied or re-deployed corpus with the same
+    bytes keeps its cached index (hashing a few MB takes milliseconds)."""
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    return [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in files]
+    out: list[Any] = []
+    for f in files:
+        h = hashlib.sha256()
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):  # noqa: B023
+                h.update(block)
+        rel = f.name if f == path else f.relative_to(path).as_posix()
+        out.append([rel, h.hexdigest()])
+    return out
 
 
 def index_cache_dir(
