@@ -71,4 +71,4 @@ def available_parts() -> list[str]:
 
 def _load_builtin_parts() -> None:
     # Importing the modules registers their parts.
-    from hopgraph.index import dense, entities, sparse  # noqa: F401
+    from hopgraph.index import dense, entities, links, sparse  # noqa: F401
