@@ -1,5 +1,11 @@
 """Evaluation: per-query retrieval metrics, aggregation, latency, paired bootstrap, reports."""
 
-from hopgraph.eval.runner import MethodResult, MethodSpec, evaluate, required_parts
+from hopgraph.eval.runner import (
+    MethodResult,
+    MethodSpec,
+    evaluate,
+    merge_results,
+    required_parts,
+)
 
-__all__ = ["MethodResult", "MethodSpec", "evaluate", "required_parts"]
+__all__ = ["MethodResult", "MethodSpec", "evaluate", "merge_results", "required_parts"]

@@ -107,40 +107,91 @@ def evaluate(
     for spec in specs:
         retriever = get_retriever(index, spec.method, **spec.params)
         retriever.search(questions[0].text, k=depth)  # warm-up: loads models, fills caches
-        rows, times = [], []
-        stages: dict[str, list[float]] = {}
+        rows = []
         for q in tqdm(questions, desc=f"eval {spec.label}", unit="q", disable=not progress):
             t0 = time.perf_counter()
             ranking = retriever.search(q.text, k=depth)
-            times.append(time.perf_counter() - t0)
+            elapsed = time.perf_counter() - t0
             m = compute_all(ranking.ids, q.gold, all_ks)
-            rows.append({"id": q.id, "top10": ranking.ids[:10], **m, "latency_ms": times[-1] * 1e3})
-            for key, v in ranking.info.items():  # stage timings such as seed_ms, ppr_ms
-                if key.endswith("_ms") and isinstance(v, float):
-                    stages.setdefault(key, []).append(v)
-        metrics = aggregate([{k: v for k, v in r.items() if isinstance(v, float)} for r in rows])
-        metrics.pop("latency_ms", None)
-        latency = latency_percentiles(times)
-        for key, vals in stages.items():
-            latency[f"{key}_p50"] = float(np.median(vals))
-        parts = method_class(spec.method).requires
-        results.append(
-            MethodResult(
-                label=spec.label,
-                method=spec.method,
-                params=dict(spec.params),
-                n_questions=len(questions),
-                metrics=metrics,
-                latency=latency,
-                index_seconds=round(sum(index.build_seconds.get(p, 0.0) for p in parts), 3),
-                peak_rss_mb=round(peak_rss_mb(), 1),
-                per_query=rows,
+            stages = {  # stage timings such as seed_ms, ppr_ms
+                key: v
+                for key, v in ranking.info.items()
+                if key.endswith("_ms") and isinstance(v, float)
+            }
+            rows.append(
+                {
+                    "id": q.id,
+                    "top10": ranking.ids[:10],
+                    "n_gold": len(set(q.gold)),
+                    **m,
+                    "latency_ms": elapsed * 1e3,
+                    "stages": stages,
+                }
             )
-        )
-    if len(results) > 1:
-        base = [r["recall@10"] for r in results[0].per_query]
-        for res in results[1:]:
-            other = [r["recall@10"] for r in res.per_query]
-            cmp = paired_bootstrap(base, other, n_resamples=n_resamples, seed=bootstrap_seed)
-            res.comparison = {"metric": "recall@10", "against": results[0].label, **cmp}
+        parts = method_class(spec.method).requires
+        index_seconds = round(sum(index.build_seconds.get(p, 0.0) for p in parts), 3)
+        results.append(_summarize(spec, rows, index_seconds))
+    _compare(results, n_resamples=n_resamples, seed=bootstrap_seed)
     return results
+
+
+def _summarize(spec: MethodSpec, rows: list[dict[str, Any]], index_seconds: float) -> MethodResult:
+    """Means over questions, PR@k over the questions with more than one gold passage
+    (``pr_multi@k``, GraphER's headline metric), latency percentiles and stage medians."""
+    metrics = aggregate(
+        [{k: v for k, v in r.items() if isinstance(v, float) and k != "latency_ms"} for r in rows]
+    )
+    multi = [r for r in rows if r["n_gold"] > 1]
+    metrics["n_multi_gold"] = float(len(multi))
+    for key in [k for k in metrics if k.startswith("pr@")] if multi else []:
+        metrics[key.replace("pr@", "pr_multi@")] = float(np.mean([r[key] for r in multi]))
+    latency = latency_percentiles([r["latency_ms"] / 1e3 for r in rows])
+    stages: dict[str, list[float]] = {}
+    for r in rows:
+        for key, v in r["stages"].items():
+            stages.setdefault(key, []).append(v)
+    for key, vals in stages.items():
+        latency[f"{key}_p50"] = float(np.median(vals))
+    return MethodResult(
+        label=spec.label,
+        method=spec.method,
+        params=dict(spec.params),
+        n_questions=len(rows),
+        metrics=metrics,
+        latency=latency,
+        index_seconds=index_seconds,
+        peak_rss_mb=round(peak_rss_mb(), 1),
+        per_query=rows,
+    )
+
+
+def _compare(results: list[MethodResult], *, n_resamples: int, seed: int) -> None:
+    """Each method against the first: paired bootstrap of Recall@10."""
+    if len(results) < 2:
+        return
+    base = [r["recall@10"] for r in results[0].per_query]
+    for res in results[1:]:
+        other = [r["recall@10"] for r in res.per_query]
+        cmp = paired_bootstrap(base, other, n_resamples=n_resamples, seed=seed)
+        res.comparison = {"metric": "recall@10", "against": results[0].label, **cmp}
+
+
+def merge_results(
+    groups: Sequence[Sequence[MethodResult]], *, n_resamples: int = 1000, seed: int = 0
+) -> list[MethodResult]:
+    """Pool the results of the same methods run on several groups of one dataset (such as
+    the databases of a table-retrieval set, each searched in its own index) into one result
+    per method, as if all questions had been run together."""
+    if not groups:
+        raise ValueError("merge_results needs at least one group")
+    labels = [r.label for r in groups[0]]
+    for g in groups[1:]:
+        if [r.label for r in g] != labels:
+            raise ValueError("every group must report the same methods in the same order")
+    merged = []
+    for i, first in enumerate(groups[0]):
+        rows = [row for g in groups for row in g[i].per_query]
+        spec = MethodSpec(first.method, first.params, first.label)
+        merged.append(_summarize(spec, rows, round(sum(g[i].index_seconds for g in groups), 3)))
+    _compare(merged, n_resamples=n_resamples, seed=seed)
+    return merged
