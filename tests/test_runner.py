@@ -36,3 +36,21 @@ def test_merging_groups_equals_one_run(demo_index, demo_dataset):
     assert merged[1].comparison["delta"] == pytest.approx(whole[1].comparison["delta"])
     with pytest.raises(ValueError):
         merge_results([parts[0], parts[1][:1]])
+
+
+def test_split_by_pools(demo_dataset):
+    from hopgraph.corpus import Corpus, Dataset, Passage, Question
+    from hopgraph.errors import CorpusError
+
+    ps = [Passage(f"{db}.{t}", t, f"table {t}", {"db": db}) for db in "xy" for t in "abc"]
+    qs = [Question("q1", "?", ("x.a", "x.b"), metadata={"db": "x"})]
+    qs.append(Question("q2", "?", ("y.c",), metadata={"db": "y"}))
+    parts = Dataset("t", Corpus(ps), qs).split_by("db")
+    assert sorted(parts) == ["x", "y"]
+    assert parts["x"].corpus.ids == ["x.a", "x.b", "x.c"]
+    assert [q.id for q in parts["y"].questions] == ["q2"]
+    bad = [Question("q3", "?", ("y.a",), metadata={"db": "x"})]
+    with pytest.raises(CorpusError, match="outside its pool"):
+        Dataset("t", Corpus(ps), bad).split_by("db")
+    with pytest.raises(CorpusError, match="no metadata"):
+        demo_dataset.split_by("db")

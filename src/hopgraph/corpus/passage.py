@@ -94,3 +94,27 @@ class Dataset:
     corpus: Corpus
     questions: list[Question]
     skipped: dict[str, int] = field(default_factory=dict)
+
+    def split_by(self, key: str) -> dict[str, Dataset]:
+        """One dataset per value of ``metadata[key]``, holding the passages and the questions
+        with that value: for tasks where each question searches only its own pool (the tables
+        of its database in Spider and BIRD). Every passage and question must have the key, and
+        a question's gold must lie in its own pool."""
+        pools: dict[str, list[Passage]] = {}
+        for p in self.corpus:
+            if key not in p.metadata:
+                raise CorpusError(f"passage {p.id!r} has no metadata {key!r} to split by")
+            pools.setdefault(str(p.metadata[key]), []).append(p)
+        asked: dict[str, list[Question]] = {}
+        for q in self.questions:
+            value = q.metadata.get(key)
+            if value is None or str(value) not in pools:
+                raise CorpusError(f"question {q.id!r}: no passages with {key}={value!r}")
+            members = {p.id for p in pools[str(value)]}
+            if not set(q.gold) <= members:
+                raise CorpusError(f"question {q.id!r}: gold outside its pool {key}={value!r}")
+            asked.setdefault(str(value), []).append(q)
+        return {
+            v: Dataset(f"{self.name}/{v}", Corpus(pools[v], self.corpus.source), qs)
+            for v, qs in asked.items()
+        }
