@@ -83,6 +83,19 @@ def test_eval_resolves_names_under_data_dir(tmp_path):
     assert r.exit_code == 0, r.output
 
 
+def test_eval_preset_builds_the_presets_entity_part(tmp_path):
+    from hopgraph.index import Index
+
+    cache = tmp_path / "cache"
+    r = run(
+        "eval", str(demo_dataset_path()), "--method", "graph", "--preset", "sprig-plus",
+        "--limit", "2", "--index-dir", str(cache), "-q",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (folder,) = [p for p in cache.iterdir() if (p / "manifest.json").exists()]
+    assert Index.load(folder).part("entities").options.title_aliases is True
+
+
 def test_method_specs_routes_parameters():
     specs = method_specs(["rrf", "dense"], {"ef_search": "32", "rrf.k_rrf": "10"})
     assert specs[0].params == {"ef_search": "32", "k_rrf": "10"}

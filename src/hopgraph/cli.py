@@ -1,4 +1,4 @@
-"""The ``hopgraph`` command line: index, search, eval, info, methods, demo."""
+"""The ``hopgraph`` command line: index, search, eval, convert, info, methods, demo."""
 
 from __future__ import annotations
 
@@ -150,7 +150,10 @@ def method_specs(methods: list[str], sets: dict[str, str], preset: dict | None =
 @click.option("--limit", type=int, default=None, help="first N questions only")
 @click.option("--json", "json_out", type=click.Path(), default=None, help="write results here")
 @click.option("--per-query", is_flag=True, help="per-question table (and in the JSON)")
-@click.option("--split", default="test", show_default=True, help="BEIR qrels split")
+@click.option(
+    "--split", default="test", show_default=True,
+    help="BEIR qrels split, or questions_{split}.jsonl of a unified folder",
+)  # fmt: skip
 @click.option("--include-incomplete", is_flag=True, help="keep questions whose gold is incomplete")
 @click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
 @click.option("--index-dir", default=None, help="index cache folder (or $HOPGRAPH_CACHE)")
@@ -176,11 +179,12 @@ def eval_cmd(
         ]
         index_sets += [f"entities.{k}={v}" for k, v in chosen.get("entities", {}).items()]
         index_sets += list(index_sets_cli)
-    click.echo(f"{ds.name}: {len(ds.corpus)} passages, {len(ds.questions)} questions", err=True)
-    for reason, n in ds.skipped.items():
-        click.echo(f"skipped {n} questions ({reason}; --include-incomplete keeps them)", err=True)
     else:
         index_sets = list(index_sets_cli)
+    click.echo(f"{ds.name}: {len(ds.corpus)} passages, {len(ds.questions)} questions", err=True)
+    for reason, n in ds.skipped.items():
+        hint = "; --include-incomplete keeps them" if reason == "gold_incomplete" else ""
+        click.echo(f"skipped {n} questions ({reason}{hint})", err=True)
     index = open_cached_index(ds, path, required_parts(specs), index_sets, index_dir, not quiet)
     results = evaluate(index, ds, specs, ks=ks, depth=depth, limit=limit, progress=not quiet)
     click.echo(markdown_table(results, ks))
@@ -210,6 +214,75 @@ def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bo
         index.save(folder)
         click.echo(f"index saved to {folder}", err=True)
     return index
+
+
+@cli.group("convert")
+def convert_group() -> None:
+    """Convert other benchmarks into unified-layout dataset folders (for eval and index)."""
+
+
+def _skipped(skipped: dict[str, int]) -> str:
+    total = sum(skipped.values())
+    if not total:
+        return "0 skipped"
+    return f"{total} skipped (" + ", ".join(f"{k}: {n}" for k, n in skipped.items()) + ")"
+
+
+@convert_group.command("tables")
+@click.argument("src")
+@click.argument("out", type=click.Path())
+@click.option("--overwrite", is_flag=True, help="replace the dataset in a non-empty OUT")
+@click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
+def convert_tables_cmd(src, out, overwrite, data_dir) -> None:
+    """Write a Spider or BIRD folder SRC (tables.json + dev.json) to OUT as a table-retrieval
+    dataset: one passage per table, gold = the tables the gold SQL reads."""
+    from hopgraph.corpus import tables_dataset, write_unified
+
+    ds = tables_dataset(_resolve_dataset(src, data_dir))
+    write_unified(ds, out, overwrite=overwrite)
+    click.echo(
+        f"wrote {out}: {len(ds.corpus)} passages, {len(ds.questions)} questions, "
+        f"{_skipped(ds.skipped)}"
+    )
+
+
+@convert_group.command("chunks")
+@click.argument("src")
+@click.argument("out", type=click.Path())
+@click.option("--split", default="test", show_default=True, help="qrels split -> questions.jsonl")
+@click.option(
+    "--chunk-words", type=click.IntRange(min=1), default=64, show_default=True,
+    help="words per chunk",
+)  # fmt: skip
+@click.option(
+    "--overlap", type=click.IntRange(min=0), default=0, show_default=True,
+    help="words shared by consecutive chunks",
+)  # fmt: skip
+@click.option("--overwrite", is_flag=True, help="replace the dataset in a non-empty OUT")
+@click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
+def convert_chunks_cmd(src, out, split, chunk_words, overlap, overwrite, data_dir) -> None:
+    """Write a BEIR folder SRC to OUT with every document cut into chunks of --chunk-words
+    words; gold = every chunk of each relevant document. The --split questions go to
+    questions.jsonl, those of qrels/train.tsv (if present) to questions_train.jsonl."""
+    from hopgraph.corpus import chunked_dataset, write_unified
+
+    if overlap >= chunk_words:
+        raise click.BadParameter(
+            f"must be smaller than --chunk-words ({chunk_words})", param_hint="--overlap"
+        )
+    path = _resolve_dataset(src, data_dir)
+    ds = chunked_dataset(path, split=split, max_words=chunk_words, overlap=overlap)
+    train = None  # read before writing anything, so bad train qrels leave OUT untouched
+    if split != "train" and (path / "qrels" / "train.tsv").is_file():
+        train = chunked_dataset(path, split="train", max_words=chunk_words, overlap=overlap)
+    write_unified(ds, out, overwrite=overwrite)
+    counts = [f"{len(ds.questions)} questions ({split})"]
+    skipped = dict(ds.skipped)
+    if train is not None:
+        write_unified(train, out, overwrite=overwrite, questions_file="questions_train.jsonl")
+        counts.append(f"{len(train.questions)} questions (train)")
+        skipped.update({f"train {k}": n for k, n in train.skipped.items()})
+    click.echo(f"wrote {out}: {len(ds.corpus)} passages, {', '.join(counts)}, {_skipped(skipped)}")
 
 
 @cli.command("presets")

@@ -1,6 +1,7 @@
 """Passages, corpora, questions and datasets, and the loaders that read them from disk."""
 
 from hopgraph.corpus.chunking import chunk_document
+from hopgraph.corpus.convert import chunked_dataset, sql_tables, tables_dataset, write_unified
 from hopgraph.corpus.loaders import load_corpus, load_dataset
 from hopgraph.corpus.passage import Corpus, Dataset, Passage, Question
 
@@ -10,6 +11,10 @@ __all__ = [
     "Passage",
     "Question",
     "chunk_document",
+    "chunked_dataset",
     "load_corpus",
     "load_dataset",
+    "sql_tables",
+    "tables_dataset",
+    "write_unified",
 ]

@@ -4,7 +4,8 @@ Formats (``fmt``):
 
 ``unified``
     A folder with ``corpus.jsonl`` (``{"idx", "title", "text"}``) and ``questions.jsonl``
-    (``{"id", "question", "answers", "gold_corpus_idx", ...}``).
+    (``{"id", "question", "answers", "gold_corpus_idx", ...}``); other splits of the
+    questions, if any, in ``questions_{split}.jsonl``.
 ``beir``
     A folder with ``corpus.jsonl`` (``{"_id", "title", "text"}``), ``queries.jsonl``
     (``{"_id", "text"}``) and ``qrels/{split}.tsv``.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -307,12 +309,40 @@ def _unified_corpus(folder: Path) -> list[Passage]:
 
 
 _UNIFIED_Q_FIELDS = ("id", "question", "answers", "gold_corpus_idx")
+_SPLIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def unified_questions_file(split: str) -> str:
+    """File name of a unified folder's questions for ``split``: ``questions.jsonl`` for
+    "test", else ``questions_{split}.jsonl``."""
+    if not isinstance(split, str) or not _SPLIT_NAME.fullmatch(split) or ".." in split:
+        raise ConfigError(f"bad split name {split!r} (letters, digits, '_', '-', '.')")
+    return "questions.jsonl" if split == "test" else f"questions_{split}.jsonl"
+
+
+def _unified_splits(folder: Path) -> list[str]:
+    splits = ["test"] if (folder / "questions.jsonl").is_file() else []
+    for p in sorted(folder.glob("questions_*.jsonl")):
+        split = p.name[len("questions_") : -len(".jsonl")]
+        if split and split != "test" and p.is_file():
+            splits.append(split)
+    return splits
+
+
+def _unified_questions_path(folder: Path, split: str) -> Path:
+    path = folder / unified_questions_file(split)
+    if not path.is_file():
+        listing = ", ".join(_unified_splits(folder)) or "none"
+        raise CorpusError(
+            f"no such file (no questions for split {split!r}); splits present: {listing}", path
+        )
+    return path
 
 
 def _unified_questions(
-    folder: Path, ids: set[str], include_incomplete: bool
+    folder: Path, ids: set[str], include_incomplete: bool, split: str = "test"
 ) -> tuple[list[Question], dict[str, int]]:
-    path = _need_file(folder, "questions.jsonl")
+    path = _unified_questions_path(folder, split)
     questions: list[Question] = []
     skipped: dict[str, int] = {}
     seen: dict[str, int] = {}
@@ -736,7 +766,10 @@ def load_dataset(
 ) -> Dataset:
     """Load a corpus with its questions and gold passages.
 
-    ``split`` picks ``qrels/{split}.tsv`` of a BEIR folder and is ignored otherwise.
+    ``split`` picks ``qrels/{split}.tsv`` of a BEIR folder, and the questions file of a
+    unified folder: ``questions.jsonl`` for "test" (the default), else
+    ``questions_{split}.jsonl``; a missing split raises :class:`CorpusError` listing the
+    splits present. It is ignored for the other formats.
     Questions whose gold passages are known to be incomplete are left out (and counted in
     ``Dataset.skipped["gold_incomplete"]``) unless ``include_incomplete`` is true. The
     dataset is named after the folder or file stem. ``hipporag`` and ``text`` sources hold
@@ -748,9 +781,11 @@ def load_dataset(
     skipped: dict[str, int]
     if kind == "unified":
         _need_dir(p, kind)
-        _need_file(p, "questions.jsonl")  # fail before reading the corpus
+        _unified_questions_path(p, split)  # fail before reading the corpus
         passages = _unified_corpus(p)
-        questions, skipped = _unified_questions(p, {q.id for q in passages}, include_incomplete)
+        questions, skipped = _unified_questions(
+            p, {q.id for q in passages}, include_incomplete, split
+        )
     elif kind == "beir":
         _need_dir(p, kind)
         _need_file(p, "queries.jsonl")
