@@ -175,3 +175,28 @@ def test_grapher_with_a_sparse_base_needs_no_query_embedding(grapher_index):
     r = get_retriever(grapher_index, "grapher_gcs", base="bm25")
     assert not r.uses_dense
     assert len(r.search("Who founded the Quellhaven observatory?", k=3)) == 3
+
+
+def test_parts_follow_the_parameters(linked):
+    from hopgraph.retrieve.base import method_parts
+
+    assert method_parts("grapher_gcs", {"base": "bm25"}) == ("sparse", "links")
+    assert set(method_parts("grapher_gcs")) == {"sparse", "dense", "links"}
+    assert "entities" in method_parts("grapher_ppr", {"w_conceptual": 1})
+    ix = Index.build(linked, ["sparse", "links"], progress=False)
+    assert get_retriever(ix, "grapher_gcs", base="bm25").search("Red Lamp novel", k=2).ids
+    with pytest.raises(ConfigError, match="no 'entities' part"):
+        get_retriever(ix, "grapher_gcs", base="bm25", w_conceptual=1)
+
+
+def test_conceptual_edges_follow_shared_entities(grapher_index, demo_dataset):
+    r = get_retriever(grapher_index, "grapher_gcs", w_conceptual=1, w_structural=0, n=30)
+    q = demo_dataset.questions[0].text
+    got = r.search(q, k=30)
+    assert got.info["edges"] > 0
+    ents = grapher_index.part("entities")
+    top = got.ids[0]
+    for nb in got.explanations[0]["neighbours"]:
+        a = set(ents.passage_entities(grapher_index.corpus.position(top)).tolist())
+        b = set(ents.passage_entities(grapher_index.corpus.position(nb)).tolist())
+        assert a & b

@@ -15,7 +15,8 @@ from hopgraph.corpus import Dataset
 from hopgraph.eval.bootstrap import paired_bootstrap
 from hopgraph.eval.metrics import aggregate, compute_all, latency_percentiles
 from hopgraph.index import Index
-from hopgraph.retrieve import get_retriever, method_class
+from hopgraph.retrieve import get_retriever
+from hopgraph.retrieve.base import method_parts
 
 # Recall@2/5/10 etc. are always computed (the JSON report promises them), whatever ``ks`` shows.
 REPORTED_KS = (2, 5, 10)
@@ -74,7 +75,7 @@ def peak_rss_mb() -> float:
 def required_parts(methods: Sequence[MethodSpec]) -> list[str]:
     parts: list[str] = []
     for m in methods:
-        for p in method_class(m.method).requires:
+        for p in method_parts(m.method, m.params):
             if p not in parts:
                 parts.append(p)
     return parts
@@ -128,7 +129,7 @@ def evaluate(
                     "stages": stages,
                 }
             )
-        parts = method_class(spec.method).requires
+        parts = method_parts(spec.method, spec.params)
         index_seconds = round(sum(index.build_seconds.get(p, 0.0) for p in parts), 3)
         results.append(_summarize(spec, rows, index_seconds))
     _compare(results, n_resamples=n_resamples, seed=bootstrap_seed)

@@ -27,11 +27,16 @@ class Retriever(ABC):
     summary: ClassVar[str] = ""
 
     def __init__(self, index: Index, params: Any):
-        for part in self.requires:
+        for part in self.parts_for(params):
             index.part(part)  # fails with a clear message when missing
         self.index = index
         self.params = params
         self.ids = index.corpus.ids
+
+    @classmethod
+    def parts_for(cls, params: Any) -> tuple[str, ...]:
+        """The index parts this method needs with ``params`` (by default ``requires``)."""
+        return cls.requires
 
     def search(self, query: str, k: int = 10) -> Ranking:
         """The ``k`` best passages for ``query``."""
@@ -115,6 +120,12 @@ def list_methods() -> list[str]:
     """Names of every registered retrieval method."""
     _load_builtin_methods()
     return sorted(_METHODS)
+
+
+def method_parts(name: str, params: dict[str, Any] | None = None) -> tuple[str, ...]:
+    """The index parts method ``name`` needs with ``params``."""
+    cls = method_class(name)
+    return cls.parts_for(make_options(cls.Params, params or {}, what=f"method {name!r}"))
 
 
 def get_retriever(index: Index, name: str, **params: Any) -> Retriever:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from hopgraph.graph.cohesion import (
 )
 from hopgraph.graph.ppr import ppr_power
 from hopgraph.index import Index
-from hopgraph.retrieve.base import Retriever, get_retriever, register_method
+from hopgraph.retrieve.base import Retriever, get_retriever, method_parts, register_method
 from hopgraph.retrieve.ranking import Ranking, top_k
 
 
@@ -32,10 +33,12 @@ from hopgraph.retrieve.ranking import Ranking, top_k
 class GraphERParams:
     base: str = option("hybrid", "base retriever giving the candidates and their seed scores")
     n: int = option(200, "candidates reranked (the base retriever's top n)")
-    alpha: float = option(0.5, "weight of the seed scores in each step (GCS and PPR)")
+    alpha: float = option(0.2, "weight of the seed scores in each step (chosen on hotpotqa_train)")
     eps: float = option(1e-6, "stop when the L1 change of the scores is below this")
     max_iter: int = option(100, "at most this many iterations")
-    w_conceptual: float = option(1.0, "weight of shared-entity edges")
+    w_conceptual: float = option(
+        0.0, "weight of shared-entity edges (the paper's choice for multi-hop QA; 1 to use)"
+    )
     w_structural: float = option(1.0, "weight of links: hyperlinks, foreign keys, title mentions")
     w_contextual: float = option(1.0, "weight of edges between adjacent chunks of a document")
 
@@ -78,12 +81,21 @@ def candidate_graph(index: Index, params: GraphERParams, r: Ranking) -> Candidat
 
 class _GraphERRetriever(Retriever):
     Params = GraphERParams
-    requires = ("sparse", "dense", "entities", "links")
+    requires = ("sparse", "dense", "links")  # with the default base; see parts_for
+
+    @classmethod
+    def parts_for(cls, params: GraphERParams) -> tuple[str, ...]:
+        parts = [*method_parts(params.base), "links"]
+        if params.w_conceptual:
+            parts.append("entities")
+        if cls.uses_dense:
+            parts.append("dense")
+        return tuple(dict.fromkeys(parts))
 
     def __init__(self, index: Index, params: GraphERParams):
         super().__init__(index, params)
         self.base = get_retriever(index, params.base)
-        self.uses_dense = self.base.uses_dense  # type: ignore[misc]
+        self.uses_dense = type(self).uses_dense or self.base.uses_dense  # type: ignore[misc]
 
     def rerank(self, g: CandidateGraph, qvec: np.ndarray | None) -> np.ndarray:
         """New scores of the candidates (same order as ``g.rows``)."""
@@ -140,12 +152,18 @@ class GraphERGCSRetriever(_GraphERRetriever):
         return graph_cohesive_smoothing(g.adjacency, g.seed, p.alpha, p.eps, p.max_iter)[0]
 
 
+@dataclass(frozen=True)
+class GraphERPPRParams(GraphERParams):
+    alpha: float = option(0.6, "PPR restart probability (chosen on hotpotqa_train)")
+
+
 @register_method
 class GraphERPPRRetriever(_GraphERRetriever):
     """Personalized PageRank over the candidate graph, seeded by the base scores (the paper's
     comparison; hub candidates collect mass from their many neighbours)."""
 
     name = "grapher_ppr"
+    Params = GraphERPPRParams
     summary = "GraphER: rerank the base's top 200 by PPR on the candidate graph"
 
     def rerank(self, g: CandidateGraph, qvec: np.ndarray | None) -> np.ndarray:
@@ -155,4 +173,67 @@ class GraphERPPRRetriever(_GraphERRetriever):
         return ppr_power(row_stochastic(g.adjacency).T, s, p.alpha, p.max_iter, tol=p.eps)
 
 
-__all__ = ["CandidateGraph", "GraphERParams", "candidate_graph"]
+def gat_features(
+    g: CandidateGraph, gcs: np.ndarray, qvec: np.ndarray, vectors: np.ndarray
+) -> np.ndarray:
+    """The GAT's node features (§2.2): [GCS score, query embedding, passage embedding]. The GCS
+    score is divided by the query's largest, so bases with other score scales (raw BM25) give
+    the same range."""
+    top = float(np.max(gcs)) if len(gcs) else 0.0
+    score = gcs / top if top > 0 else np.zeros_like(gcs)
+    n = len(g.rows)
+    x = np.empty((n, 1 + 2 * qvec.shape[0]), dtype=np.float32)
+    x[:, 0] = score
+    x[:, 1 : 1 + qvec.shape[0]] = qvec
+    x[:, 1 + qvec.shape[0] :] = vectors[g.rows]
+    return x
+
+
+@dataclass(frozen=True)
+class GraphERGATParams(GraphERParams):
+    model: str = option("", "folder of a ranker trained by `hopgraph train-gat` (required)")
+
+    def validate(self) -> None:
+        super().validate()
+        if not self.model:
+            raise ConfigError(
+                "grapher_gat needs model=FOLDER: a ranker trained with `hopgraph train-gat`"
+            )
+
+
+@register_method
+class GraphERGATRetriever(_GraphERRetriever):
+    """A graph attention network over the candidate graph (5 GATv2 + 2 dense layers, §2.2),
+    fed the GCS score and the query and passage embeddings. The GCS settings are this
+    method's parameters; they should match those the model was trained with."""
+
+    name = "grapher_gat"
+    Params = GraphERGATParams
+    uses_dense = True  # the query embedding is a node feature
+    summary = "GraphER: rerank the base's top 200 with a trained graph attention network"
+
+    def __init__(self, index: Index, params: GraphERGATParams):
+        super().__init__(index, params)
+        from hopgraph.models.gat import load_ranker
+
+        self.model, self.config = load_ranker(Path(params.model).expanduser())
+        self.vectors = index.part("dense").embeddings
+        dim = self.config.get("in_dim")
+        if dim is not None and dim != 1 + 2 * self.vectors.shape[1]:
+            raise ConfigError(
+                f"the model {params.model} takes {dim} features; this index's embeddings give "
+                f"{1 + 2 * self.vectors.shape[1]}: train it on indexes with the same dense model"
+            )
+
+    def rerank(self, g: CandidateGraph, qvec: np.ndarray | None) -> np.ndarray:
+        import torch
+
+        p: GraphERParams = self.params
+        gcs = graph_cohesive_smoothing(g.adjacency, g.seed, p.alpha, p.eps, p.max_iter)[0]
+        x = gat_features(g, gcs, qvec, self.vectors)
+        with torch.inference_mode():
+            out = self.model(torch.from_numpy(x), torch.from_numpy(g.adjacency > 0))
+        return out.numpy().astype(np.float64)
+
+
+__all__ = ["CandidateGraph", "GraphERGATParams", "GraphERParams", "candidate_graph", "gat_features"]
