@@ -133,3 +133,55 @@ def test_console_script_reports_errors_cleanly():
     p = subprocess.run([exe, "search", "/no/such/index", "q"], capture_output=True, text=True)
     assert p.returncode == 2
     assert p.stderr.startswith("error: no index at") and "Traceback" not in p.stderr
+
+
+def test_train_gat_then_eval_with_the_model(tmp_path):
+    model = tmp_path / "gat"
+    cache = str(tmp_path / "cache")
+    r = run(
+        "train-gat", str(demo_dataset_path()), "-o", str(model), "--set", "n=20",
+        "--epochs", "3", "--hidden", "8", "--heads", "2", "--layers", "2",
+        "--index-dir", cache, "-q",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    card = json.loads((model / "config.json").read_text())["extra"]
+    assert card["training_data"][0]["dataset"] == "demo"
+    assert card["grapher_params"]["n"] == 20 and 1 <= card["best_epoch"] <= 3
+    out = tmp_path / "r.json"
+    r = run(
+        "eval", str(demo_dataset_path()), "--method", "grapher_gcs,grapher_gat",
+        "--set", f"grapher_gat.model={model}", "--set", "n=20", "--json", str(out),
+        "--index-dir", cache, "-q",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    gat = json.loads(out.read_text())[1]
+    assert gat["n_questions"] == 12 and gat["rerank_ms_p50"] > 0
+    r = run("train-gat", str(demo_dataset_path()), "-o", str(model), "--epochs", "1", "-q")
+    assert r.exit_code != 0 and "not empty" in r.output.lower() + str(r.exception).lower()
+
+
+def test_eval_pool_by_searches_each_pool_alone(tmp_path):
+    from hopgraph.corpus import Corpus, Dataset, Passage, Question, write_unified
+
+    ps = [
+        Passage(f"{db}.{t}", t, f"table {t} of {db} with column {t}_id", {"db_id": db})
+        for db in ("shop", "zoo")
+        for t in ("alpha", "beta", "gamma")
+    ]
+    qs = [
+        Question("q1", "which alpha rows", ("shop.alpha",), metadata={"db_id": "shop"}),
+        Question("q2", "count the gamma", ("zoo.gamma",), metadata={"db_id": "zoo"}),
+    ]
+    folder = tmp_path / "tables"
+    write_unified(Dataset("tables", Corpus(ps), qs), folder)
+    out = tmp_path / "r.json"
+    r = run(
+        "eval", str(folder), "--method", "bm25", "--pool-by", "db_id", "--k", "1,3",
+        "--json", str(out), "--per-query", "-q",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert data["n_questions"] == 2 and data["recall@1"] == 1.0
+    for row in data["per_query"]:  # only the question's own database is searched
+        db = {"q1": "shop", "q2": "zoo"}[row["id"]]
+        assert row["top10"] and all(pid.startswith(db + ".") for pid in row["top10"])

@@ -13,8 +13,13 @@ import click
 
 from hopgraph.config import describe_options, parse_assignments
 from hopgraph.errors import ConfigError, HopgraphError
+from hopgraph.index.store import split_part_options
 
 ASSIGN_HELP = "key=value; repeatable"
+POOL_HELP = (
+    "metadata key: each question searches only the passages sharing its value, one index per "
+    "pool (db_id for converted Spider/BIRD tables)"
+)
 
 
 def _csv(value: str) -> list[str]:
@@ -155,12 +160,13 @@ def method_specs(methods: list[str], sets: dict[str, str], preset: dict | None =
     help="BEIR qrels split, or questions_{split}.jsonl of a unified folder",
 )  # fmt: skip
 @click.option("--include-incomplete", is_flag=True, help="keep questions whose gold is incomplete")
+@click.option("--pool-by", default=None, help=POOL_HELP)
 @click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
 @click.option("--index-dir", default=None, help="index cache folder (or $HOPGRAPH_CACHE)")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
 def eval_cmd(
     dataset, methods, sets, index_sets_cli, preset, ks, depth, limit, json_out, per_query, split,
-    include_incomplete, data_dir, index_dir, quiet,
+    include_incomplete, pool_by, data_dir, index_dir, quiet,
 ) -> None:  # fmt: skip
     """Evaluate methods on DATASET (unified-layout or BEIR folder, or a name under --data-dir)."""
     from hopgraph.corpus import load_dataset
@@ -185,8 +191,21 @@ def eval_cmd(
     for reason, n in ds.skipped.items():
         hint = "; --include-incomplete keeps them" if reason == "gold_incomplete" else ""
         click.echo(f"skipped {n} questions ({reason}{hint})", err=True)
-    index = open_cached_index(ds, path, required_parts(specs), index_sets, index_dir, not quiet)
-    results = evaluate(index, ds, specs, ks=ks, depth=depth, limit=limit, progress=not quiet)
+    if pool_by:
+        from hopgraph.eval import merge_results
+        from hopgraph.eval.pools import pool_indexes
+
+        if limit:
+            ds.questions = ds.questions[:limit]
+        options = split_part_options(parse_assignments(index_sets))
+        groups = [
+            evaluate(ix, sub, specs, ks=ks, depth=depth, progress=False)
+            for sub, ix in pool_indexes(ds, pool_by, required_parts(specs), options, not quiet)
+        ]
+        results = merge_results(groups)
+    else:
+        index = open_cached_index(ds, path, required_parts(specs), index_sets, index_dir, not quiet)
+        results = evaluate(index, ds, specs, ks=ks, depth=depth, limit=limit, progress=not quiet)
     click.echo(markdown_table(results, ks))
     if per_query:
         click.echo("\n" + per_query_table(results))
@@ -198,7 +217,7 @@ def eval_cmd(
 def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bool):
     """Load the cached index for this dataset and options, building (and saving) missing parts."""
     from hopgraph.cache import index_cache_dir
-    from hopgraph.index import Index, split_part_options
+    from hopgraph.index import Index
 
     options = split_part_options(parse_assignments(index_sets))
     folder = index_cache_dir(path, ds.name, root=Path(index_dir) if index_dir else None)
@@ -214,6 +233,89 @@ def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bo
         index.save(folder)
         click.echo(f"index saved to {folder}", err=True)
     return index
+
+
+@cli.command("train-gat")
+@click.argument("datasets", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, type=click.Path(), help="model folder to write")
+@click.option(
+    "--set", "sets", multiple=True, help=f"GraphER parameter (n, alpha, w_*...); {ASSIGN_HELP}"
+)
+@click.option("--index-set", "index_sets", multiple=True, help="index part option part.opt=v")
+@click.option("--pool-by", default=None, help=POOL_HELP)
+@click.option("--max-questions", type=int, default=None, help="at most N questions per dataset")
+@click.option("--epochs", default=60, show_default=True)
+@click.option("--lr", default=1e-3, show_default=True)
+@click.option("--weight-decay", default=1e-4, show_default=True, help="L2 regularisation")
+@click.option("--batch-size", default=16, show_default=True)
+@click.option("--val-fraction", default=0.2, show_default=True, help="questions held out")
+@click.option("--patience", default=8, show_default=True, help="epochs without improvement")
+@click.option("--hidden", default=64, show_default=True)
+@click.option("--heads", default=4, show_default=True)
+@click.option("--layers", default=5, show_default=True, help="GATv2 layers")
+@click.option("--dropout", default=0.1, show_default=True)
+@click.option("--no-message-passing", is_flag=True, help="GraphER-MLP ablation (§4.2)")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--overwrite", is_flag=True, help="replace an existing model folder")
+@click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
+@click.option("--index-dir", default=None, help="index cache folder (or $HOPGRAPH_CACHE)")
+@click.option("-q", "--quiet", is_flag=True, help="no progress bars")
+def train_gat_cmd(
+    datasets, output, sets, index_sets, pool_by, max_questions, epochs, lr, weight_decay,
+    batch_size, val_fraction, patience, hidden, heads, layers, dropout, no_message_passing, seed,
+    overwrite, data_dir, index_dir, quiet,
+) -> None:  # fmt: skip
+    """Train GraphER's graph attention ranker on DATASETS (each NAME_OR_PATH[:SPLIT]; use
+    training questions only, never those you evaluate on). The candidate graphs use the
+    grapher_gat parameters given with --set; evaluate with the same ones."""
+    from dataclasses import asdict
+
+    from hopgraph.config import make_options
+    from hopgraph.corpus import load_dataset
+    from hopgraph.eval.pools import pool_indexes
+    from hopgraph.models.gat import save_ranker
+    from hopgraph.retrieve.base import method_parts
+    from hopgraph.retrieve.grapher import GraphERParams
+    from hopgraph.training.gat import TrainConfig, graph_examples, model_card, train_gat
+
+    params = make_options(GraphERParams, parse_assignments(sets), what="GraphER")
+    parts = tuple(dict.fromkeys([*method_parts("grapher_gcs", asdict(params)), "dense"]))
+    options = split_part_options(parse_assignments(index_sets))
+    examples, sources = [], []
+    for spec in datasets:
+        name, _, split = spec.partition(":")
+        path = _resolve_dataset(name, data_dir)
+        ds = load_dataset(path, split=split or "test")
+        if max_questions:
+            ds.questions = ds.questions[:max_questions]
+        pooled = pool_by and all(pool_by in p.metadata for p in ds.corpus)
+        if pooled:
+            pairs = list(pool_indexes(ds, pool_by, parts, options, not quiet))
+        else:
+            ix = open_cached_index(ds, path, parts, index_sets, index_dir, not quiet)
+            pairs = [(ds, ix)]
+        got, skipped = 0, 0
+        for sub, ix in pairs:
+            ex, sk = graph_examples(ix, sub, params, progress=not quiet and not pooled)
+            examples += ex
+            got, skipped = got + len(ex), skipped + sk
+        sources.append(
+            {"dataset": ds.name, "split": split or "test", "graphs": got, "skipped": skipped}
+        )
+        click.echo(f"{ds.name}: {got} graphs ({skipped} without gold among candidates)", err=True)
+    config = TrainConfig(
+        epochs=epochs, lr=lr, weight_decay=weight_decay, batch_size=batch_size,
+        val_fraction=val_fraction, patience=patience, seed=seed, hidden=hidden, heads=heads,
+        layers=layers, dropout=dropout, message_passing=not no_message_passing,
+    )  # fmt: skip
+    result = train_gat(examples, config, progress=not quiet)
+    card = model_card(result, config, params, sources)
+    save_ranker(result.model, output, card, overwrite=overwrite)
+    best = card["best_validation"]
+    click.echo(
+        f"saved {output}: best epoch {result.best_epoch}, validation PR@10 "
+        f"{best['val_pr@10']:.3f}, Recall@10 {best['val_recall@10']:.3f}"
+    )
 
 
 @cli.group("convert")

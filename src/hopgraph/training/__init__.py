@@ -1,0 +1,1 @@
+"""Training of the learned parts: the GraphER graph attention ranker."""
