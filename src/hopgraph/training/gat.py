@@ -129,6 +129,22 @@ def _batch(examples: Sequence[GraphExample]):  # noqa: ANN202 - torch tensors
     return x, adj, y, mask
 
 
+def _buckets(
+    examples: list[GraphExample], size: int, rng: random.Random
+) -> list[list[GraphExample]]:
+    """Shuffled batches of graphs of similar size (padding a 5-table graph to 200 nodes would
+    cost as much as a 200-node graph): shuffle, sort windows of 8 batches by size, cut."""
+    order = examples[:]
+    rng.shuffle(order)
+    window = size * 8
+    batches = []
+    for i in range(0, len(order), window):
+        chunk = sorted(order[i : i + window], key=lambda e: len(e.y))
+        batches += [chunk[j : j + size] for j in range(0, len(chunk), size)]
+    rng.shuffle(batches)
+    return batches
+
+
 def listwise_loss(scores, y, mask):  # noqa: ANN001, ANN201 - torch tensors
     """Mean over graphs of −(1/|gold|)·Σ_gold log softmax(scores)[gold]."""
     import torch
@@ -183,17 +199,17 @@ def train_gat(
         dropout=config.dropout,
     )
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    val_batches = [_batch(val[i : i + 32]) for i in range(0, len(val), 32)]
+    val_sorted = sorted(val, key=lambda e: len(e.y))
+    val_batches = [_batch(val_sorted[i : i + 32]) for i in range(0, len(val), 32)]
     best: tuple[float, float, float] | None = None
     best_state, best_epoch, history, stale = None, 0, [], 0
     bar = tqdm(range(1, config.epochs + 1), desc="train-gat", unit="epoch", disable=not progress)
     rng = random.Random(config.seed + 1)
     for epoch in bar:
         model.train()
-        rng.shuffle(train)
         total = 0.0
-        for i in range(0, len(train), config.batch_size):
-            x, adj, y, mask = _batch(train[i : i + config.batch_size])
+        for batch in _buckets(train, config.batch_size, rng):
+            x, adj, y, mask = _batch(batch)
             loss = listwise_loss(model(x, adj, mask), y, mask)
             opt.zero_grad()
             loss.backward()
