@@ -479,3 +479,19 @@ def test_message_passing_learns_a_neighbour_property() -> None:
     assert mlp_acc < base + 0.05, (mlp_acc, base)
     assert gat_acc > 0.75, (gat_acc, mlp_acc, base)
     assert gat_acc > mlp_acc + 0.15, (gat_acc, mlp_acc, base)
+
+
+def test_residual_adds_a_learnable_multiple_of_the_gcs_score(tmp_path):
+    torch.manual_seed(0)
+    m = GATRanker(6, hidden=8, heads=2, layers=2, fc_hidden=4, residual=3.0)
+    with torch.no_grad():
+        m.fc2.weight.zero_()
+        m.fc2.bias.zero_()
+    x = torch.randn(7, 6)
+    adj = torch.rand(7, 7) < 0.3
+    assert torch.allclose(m(x, adj), 3.0 * x[:, 0])
+    assert m.skip.requires_grad
+    save_ranker(m, tmp_path / "r")
+    back, _ = load_ranker(tmp_path / "r")
+    assert back.config["residual"] == 3.0 and torch.allclose(back(x, adj), m(x, adj))
+    assert GATRanker(6, hidden=8, heads=2, layers=2).skip is None  # the paper's model

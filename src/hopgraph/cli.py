@@ -255,6 +255,10 @@ def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bo
 @click.option("--layers", default=5, show_default=True, help="GATv2 layers")
 @click.option("--dropout", default=0.1, show_default=True)
 @click.option("--no-message-passing", is_flag=True, help="GraphER-MLP ablation (§4.2)")
+@click.option(
+    "--residual", default=0.0, show_default=True,
+    help="add a learnable multiple (starting here) of the GCS score to the output; 0 = paper",
+)  # fmt: skip
 @click.option("--seed", default=0, show_default=True)
 @click.option("--overwrite", is_flag=True, help="replace an existing model folder")
 @click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
@@ -262,8 +266,8 @@ def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bo
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
 def train_gat_cmd(
     datasets, output, sets, index_sets, pool_by, max_questions, epochs, lr, weight_decay,
-    batch_size, val_fraction, patience, hidden, heads, layers, dropout, no_message_passing, seed,
-    overwrite, data_dir, index_dir, quiet,
+    batch_size, val_fraction, patience, hidden, heads, layers, dropout, no_message_passing,
+    residual, seed, overwrite, data_dir, index_dir, quiet,
 ) -> None:  # fmt: skip
     """Train GraphER's graph attention ranker on DATASETS (each NAME_OR_PATH[:SPLIT]; use
     training questions only, never those you evaluate on). The candidate graphs use the
@@ -306,7 +310,7 @@ def train_gat_cmd(
     config = TrainConfig(
         epochs=epochs, lr=lr, weight_decay=weight_decay, batch_size=batch_size,
         val_fraction=val_fraction, patience=patience, seed=seed, hidden=hidden, heads=heads,
-        layers=layers, dropout=dropout, message_passing=not no_message_passing,
+        layers=layers, dropout=dropout, message_passing=not no_message_passing, residual=residual,
     )  # fmt: skip
     result = train_gat(examples, config, progress=not quiet)
     card = model_card(result, config, params, sources)
@@ -314,7 +318,9 @@ def train_gat_cmd(
     best = card["best_validation"]
     click.echo(
         f"saved {output}: best epoch {result.best_epoch}, validation PR@10 "
-        f"{best['val_pr@10']:.3f}, Recall@10 {best['val_recall@10']:.3f}"
+        f"{best['val_pr@10']:.3f}, Recall@10 {best['val_recall@10']:.3f} (GCS alone: PR@10 "
+        f"{result.gcs_validation['val_pr@10']:.3f}, Recall@10 "
+        f"{result.gcs_validation['val_recall@10']:.3f})"
     )
 
 

@@ -283,6 +283,7 @@ class GATRanker(nn.Module):
         fc_hidden: int = 32,
         message_passing: bool = True,
         dropout: float = 0.0,
+        residual: float = 0.0,
     ) -> None:
         super().__init__()
         for name, v in (
@@ -319,6 +320,12 @@ class GATRanker(nn.Module):
         )
         self.fc1 = nn.Linear(hidden, fc_hidden)
         self.fc2 = nn.Linear(fc_hidden, 1)
+        if isinstance(residual, bool) or not isinstance(residual, int | float) or residual < 0:
+            raise ConfigError(f"GATRanker: residual must be a number >= 0, got {residual!r}")
+        self.residual = float(residual)
+        # residual > 0: score = skip·x[0] + network, skip learnable from ``residual`` (x[0] is
+        # the GCS score): the ranker starts from GCS and learns a correction (our addition).
+        self.skip = nn.Parameter(torch.tensor(self.residual)) if self.residual else None
 
     @property
     def config(self) -> dict[str, Any]:
@@ -331,6 +338,7 @@ class GATRanker(nn.Module):
             "fc_hidden": self.fc_hidden,
             "message_passing": self.message_passing,
             "dropout": self.dropout,
+            "residual": self.residual,
         }
 
     def forward(self, x: Tensor, adj: Tensor | None = None, mask: Tensor | None = None) -> Tensor:
@@ -352,6 +360,8 @@ class GATRanker(nn.Module):
         h = F.dropout(h, self.dropout, self.training)
         h = F.elu(self.fc1(h))
         scores = self.fc2(h).squeeze(-1)
+        if self.skip is not None:
+            scores = scores + self.skip * x[..., 0]
         if mask is not None:
             scores = scores.masked_fill(~(mask if mask.dtype == torch.bool else mask != 0), 0.0)
         return scores
