@@ -10,6 +10,7 @@ Edges among the candidates (§2.1, §A.3) combine three proximities with configu
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,7 +206,8 @@ class GraphERGATParams(GraphERParams):
 class GraphERGATRetriever(_GraphERRetriever):
     """A graph attention network over the candidate graph (5 GATv2 + 2 dense layers, §2.2),
     fed the GCS score and the query and passage embeddings. The GCS settings are this
-    method's parameters; they should match those the model was trained with."""
+    method's parameters; they should match those the model was trained with. Loading one sets
+    torch to one intra-op thread for the process (HOPGRAPH_KEEP_TORCH_THREADS=1 opts out)."""
 
     name = "grapher_gat"
     Params = GraphERGATParams
@@ -214,9 +216,15 @@ class GraphERGATRetriever(_GraphERRetriever):
 
     def __init__(self, index: Index, params: GraphERGATParams):
         super().__init__(index, params)
+        import torch
+
         from hopgraph.models.gat import load_ranker
 
         self.model, self.config = load_ranker(Path(params.model).expanduser())
+        if os.environ.get("HOPGRAPH_KEEP_TORCH_THREADS") != "1":
+            # 200-node graphs gain nothing from intra-op threads, and on a busy 2-core
+            # machine the extra thread made the forward pass ~2x slower (17 vs 8 ms).
+            torch.set_num_threads(1)
         self.vectors = index.part("dense").embeddings
         dim = self.config.get("in_dim")
         if dim is not None and dim != 1 + 2 * self.vectors.shape[1]:
