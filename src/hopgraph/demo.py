@@ -14,7 +14,7 @@ from hopgraph.index import Index
 from hopgraph.retrieve import get_retriever
 
 BASE_METHODS = ["bm25", "bm25_rm3", "dense", "rrf", "hybrid", "composed"]
-GRAPH_METHODS = ["graph", "graph_hybrid", "graph_dense", "graph_rrf"]
+GRAPH_METHODS = ["graph", "graph_hybrid", "graph_dense", "graph_rrf", "grapher_gcs", "grapher_ppr"]
 
 
 def run_demo(
@@ -24,7 +24,7 @@ def run_demo(
     echo(f"Demo corpus: {len(ds.corpus)} passages, {len(ds.questions)} two-hop questions\n")
     with tempfile.TemporaryDirectory(prefix="hopgraph-demo-") as tmp:
         folder = (workdir or Path(tmp)) / "demo-index"
-        parts = ["sparse", "dense", "entities"]
+        parts = ["sparse", "dense", "entities", "links"]
         options = {"entities": {"title_aliases": True}}  # SPRIG-EL
         Index.build(ds.corpus, parts, options, progress=False).save(folder)
         index = Index.load(folder)
@@ -43,7 +43,8 @@ def run_demo(
                 echo(f"   {mark}{rank}. {title:<32} {method}={hit.score:.4f}  ({why})")
             echo("")
         echo(f"Evaluation on all {len(ds.questions)} questions (graph_* = SPRIG, PPR over the")
-        echo("entity-passage graph; compared with bm25 by paired bootstrap):\n")
+        echo("entity-passage graph; grapher_* = GraphER, hybrid's top 200 reranked over links and")
+        echo("title mentions; compared with bm25 by paired bootstrap):\n")
         results = evaluate(index, ds, BASE_METHODS + GRAPH_METHODS, progress=False)
         echo(markdown_table(results))
         echo("\n(* = gold passage.)")
