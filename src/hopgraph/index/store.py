@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
-import uuid
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from hopgraph.atomic import replace_folder
 from hopgraph.config import make_options
 from hopgraph.corpus import Corpus, Passage
 from hopgraph.errors import ConfigError, HopgraphError, IndexError_
@@ -154,10 +153,7 @@ class Index:
         from hopgraph import __version__
 
         path = Path(path).resolve()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
-        try:
+        with replace_folder(path) as tmp:
             with open(tmp / "passages.jsonl", "w", encoding="utf-8") as f:
                 for p in self.corpus:
                     f.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
@@ -176,18 +172,6 @@ class Index:
                 "files": file_table(tmp),
             }
             _write_synced(tmp / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
-            _fsync_tree(tmp)
-            old = None
-            if path.exists():
-                old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
-                os.rename(path, old)
-            os.rename(tmp, path)
-            _fsync_dir(path.parent)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         self.path = path
         return path
 
@@ -235,20 +219,3 @@ def _write_synced(path: Path, text: str) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_tree(root: Path) -> None:
-    for p in root.rglob("*"):
-        if p.is_file():
-            with open(p, "rb") as f:
-                os.fsync(f.fileno())
-    for d in [root, *[p for p in root.rglob("*") if p.is_dir()]]:
-        _fsync_dir(d)

@@ -22,8 +22,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from hopgraph.atomic import replace_folder
 from hopgraph.errors import ConfigError
 
 __all__ = [
@@ -384,14 +383,6 @@ def node_features(gcs: Tensor, query: Tensor, objects: Tensor) -> Tensor:
 # -- saving and loading ---------------------------------------------------------------------
 
 
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def save_ranker(
     model: GATRanker,
     folder: str | os.PathLike[str],
@@ -431,28 +422,10 @@ def save_ranker(
             raise ConfigError(f"{path} exists and is not a folder")
         if any(path.iterdir()) and not overwrite:
             raise ConfigError(f"{path} is not empty; pass overwrite=True to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
+    with replace_folder(path) as tmp:
         state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
         torch.save(state, tmp / WEIGHTS_FILE)
-        with open(tmp / CONFIG_FILE, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        for name in (WEIGHTS_FILE, CONFIG_FILE):
-            _fsync_path(tmp / name)
-        _fsync_path(tmp)
-        old = None
-        if path.exists():
-            old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
-            os.rename(path, old)
-        os.rename(tmp, path)
-        _fsync_path(path.parent)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        (tmp / CONFIG_FILE).write_text(text + "\n", encoding="utf-8")
     return path
 
 
