@@ -283,6 +283,12 @@ def train_gat_cmd(
     from hopgraph.training.gat import TrainConfig, graph_examples, model_card, train_gat
 
     params = make_options(GraphERParams, parse_assignments(sets), what="GraphER")
+    config = TrainConfig(
+        epochs=epochs, lr=lr, weight_decay=weight_decay, batch_size=batch_size,
+        val_fraction=val_fraction, patience=patience, seed=seed, hidden=hidden, heads=heads,
+        layers=layers, dropout=dropout, message_passing=not no_message_passing, residual=residual,
+    )  # fmt: skip
+    config.validate()  # before the (slow) candidate graphs are built
     parts = tuple(dict.fromkeys([*method_parts("grapher_gcs", asdict(params)), "dense"]))
     options = split_part_options(parse_assignments(index_sets))
     examples, sources = [], []
@@ -307,11 +313,6 @@ def train_gat_cmd(
             {"dataset": ds.name, "split": split or "test", "graphs": got, "skipped": skipped}
         )
         click.echo(f"{ds.name}: {got} graphs ({skipped} without gold among candidates)", err=True)
-    config = TrainConfig(
-        epochs=epochs, lr=lr, weight_decay=weight_decay, batch_size=batch_size,
-        val_fraction=val_fraction, patience=patience, seed=seed, hidden=hidden, heads=heads,
-        layers=layers, dropout=dropout, message_passing=not no_message_passing, residual=residual,
-    )  # fmt: skip
     result = train_gat(examples, config, progress=not quiet)
     card = model_card(result, config, params, sources)
     save_ranker(result.model, output, card, overwrite=overwrite)
