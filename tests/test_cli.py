@@ -141,10 +141,13 @@ def test_train_gat_then_eval_with_the_model(tmp_path):
     r = run(
         "train-gat", str(demo_dataset_path()), "-o", str(model), "--set", "n=20",
         "--epochs", "3", "--hidden", "8", "--heads", "2", "--layers", "2",
-        "--index-dir", cache, "-q",
+        "--max-questions", "10", "--residual", "2", "--index-dir", cache, "-q",
     )  # fmt: skip
     assert r.exit_code == 0, r.output
-    card = json.loads((model / "config.json").read_text())["extra"]
+    saved = json.loads((model / "config.json").read_text())
+    assert saved["model"]["residual"] == 2.0
+    card = saved["extra"]
+    assert card["training_data"][0]["graphs"] + card["training_data"][0]["skipped"] == 10
     assert card["training_data"][0]["dataset"] == "demo"
     assert card["grapher_params"]["n"] == 20 and 1 <= card["best_epoch"] <= 3
     out = tmp_path / "r.json"
