@@ -21,6 +21,7 @@ import math
 import operator
 from bisect import bisect_right
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +37,7 @@ __all__ = [
     "precision_at_k",
     "recall_at_k",
     "reciprocal_rank",
+    "topological_recall",
 ]
 
 DEFAULT_KS: tuple[int, ...] = (1, 2, 5, 10)
@@ -242,3 +244,29 @@ def latency_percentiles(seconds: Sequence[float]) -> dict[str, float]:
         "latency_ms_p99": float(p99),
         "latency_ms_mean": float(ms.mean()),
     }
+
+
+# --------------------------------------------------------------------------- graph metrics
+
+
+def topological_recall(
+    costs: Any, retrieved_rows: Sequence[int], gold_rows: Collection[int]
+) -> tuple[float, float]:
+    """Topological Recall and MissTR (FastInsight, Definition 7 and Corollary 1) of one query.
+
+    ``costs`` is :func:`hopgraph.graph.paths.log_degree_costs` of the corpus graph; rows are
+    corpus rows. TR averages ``1 / (1 + u)`` over the gold nodes, ``u`` the accumulated
+    log-degree from the nearest retrieved node (0 for a retrieved gold node, so TR >= Recall);
+    MissTR = TR - Recall is the partial credit earned by the gold nodes not retrieved.
+    """
+    from hopgraph.graph.paths import uncertainty
+
+    gold = np.unique(np.asarray(list(gold_rows), dtype=np.int64))
+    if len(gold) == 0:
+        raise ValueError("gold must not be empty")
+    retrieved = np.asarray(list(retrieved_rows), dtype=np.int64)
+    u = uncertainty(costs, retrieved, gold)
+    found = np.isin(gold, retrieved)
+    u[found] = 0.0
+    tr = float(np.mean(1.0 / (1.0 + u)))  # 1 / (1 + inf) = 0
+    return tr, tr - float(found.mean())

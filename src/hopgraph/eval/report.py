@@ -10,9 +10,12 @@ from hopgraph.eval.runner import MethodResult
 
 
 def markdown_table(results: Sequence[MethodResult], ks: Sequence[int] = (1, 2, 5, 10)) -> str:
-    """One row per method: Recall@k, Hit@10, MRR, nDCG@10, PR@5/10, latency, index time, RSS."""
+    """One row per method: Recall@k, Hit@10, MRR, nDCG@10, PR@5/10 (TR@10 and MissTR@10 with a
+    corpus graph), latency, index time, RSS."""
     cols = [f"R@{k}" for k in ks] + ["Hit@10", "MRR", "nDCG@10", "PR@5", "PR@10"]
     keys = [f"recall@{k}" for k in ks] + ["hit@10", "mrr", "ndcg@10", "pr@5", "pr@10"]
+    if results and all("tr@10" in r.metrics for r in results):  # a corpus graph: FastInsight's
+        cols, keys = [*cols, "TR@10", "MissTR@10"], [*keys, "tr@10", "misstr@10"]
     head = ["method", "n", *cols, "p50 ms", "p95 ms", "p99 ms", "index s", "peak RSS MB"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in results:

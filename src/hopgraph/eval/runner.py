@@ -13,13 +13,20 @@ from tqdm.auto import tqdm
 
 from hopgraph.corpus import Dataset
 from hopgraph.eval.bootstrap import paired_bootstrap
-from hopgraph.eval.metrics import aggregate, compute_all, latency_percentiles
+from hopgraph.eval.metrics import (
+    aggregate,
+    compute_all,
+    latency_percentiles,
+    topological_recall,
+)
 from hopgraph.index import Index
 from hopgraph.retrieve import get_retriever
 from hopgraph.retrieve.base import method_parts
 
 # Recall@2/5/10 etc. are always computed (the JSON report promises them), whatever ``ks`` shows.
 REPORTED_KS = (2, 5, 10)
+# Topological Recall and MissTR at this depth when the index has a corpus graph (FastInsight).
+TOPOLOGICAL_K = 10
 
 
 @dataclass
@@ -97,6 +104,8 @@ def evaluate(
 
     Metrics are means over questions; latency is per query (one warm-up query first, untimed);
     with several methods, each is compared with the first by a paired bootstrap of Recall@10.
+    When the index has a ``corpus_graph`` part, Topological Recall and MissTR at 10 are added
+    (``tr@10``, ``misstr@10``), measured on that graph.
     """
     specs = [m if isinstance(m, MethodSpec) else MethodSpec(m) for m in methods]
     questions = dataset.questions[:limit] if limit else dataset.questions
@@ -104,6 +113,8 @@ def evaluate(
         raise ValueError(f"dataset {dataset.name!r} has no questions to evaluate")
     all_ks = sorted(set(ks) | set(REPORTED_KS))
     depth = max(depth, max(all_ks))
+    graph = index.part("corpus_graph") if index.has("corpus_graph") else None
+    pos = index.corpus.position
     results: list[MethodResult] = []
     for spec in specs:
         retriever = get_retriever(index, spec.method, **spec.params)
@@ -114,6 +125,11 @@ def evaluate(
             ranking = retriever.search(q.text, k=depth)
             elapsed = time.perf_counter() - t0
             m = compute_all(ranking.ids, q.gold, all_ks)
+            if graph is not None:
+                top = [pos(i) for i in ranking.ids[:TOPOLOGICAL_K]]
+                gold = [pos(g) for g in q.gold if g in index.corpus]
+                tr, miss = topological_recall(graph.costs, top, gold)
+                m[f"tr@{TOPOLOGICAL_K}"], m[f"misstr@{TOPOLOGICAL_K}"] = tr, miss
             stages = {  # stage timings such as seed_ms, ppr_ms
                 key: v
                 for key, v in ranking.info.items()

@@ -31,6 +31,19 @@ class IndexPart(ABC):
     def build(cls, corpus: Corpus, options: Any, *, progress: bool = True) -> IndexPart:
         """Compute the part for every passage of ``corpus``."""
 
+    @classmethod
+    def requires_for(cls, options: Any) -> tuple[str, ...]:
+        """The parts this part is built from with ``options`` (by default ``requires``)."""
+        return cls.requires
+
+    @classmethod
+    def build_from(
+        cls, corpus: Corpus, options: Any, parts: dict[str, IndexPart], *, progress: bool = True
+    ) -> IndexPart:
+        """Build from the corpus and the parts named by :meth:`requires_for` (already built).
+        Parts computed from the corpus alone need not override this."""
+        return cls.build(corpus, options, progress=progress)
+
     @abstractmethod
     def save(self, folder: Path) -> None:
         """Write the part's files into ``folder`` (which exists and is empty)."""
@@ -71,4 +84,4 @@ def available_parts() -> list[str]:
 
 def _load_builtin_parts() -> None:
     # Importing the modules registers their parts.
-    from hopgraph.index import dense, entities, links, sparse  # noqa: F401
+    from hopgraph.index import corpus_graph, dense, entities, links, sparse  # noqa: F401

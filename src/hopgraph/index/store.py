@@ -92,11 +92,8 @@ class Index:
         if len(self.corpus) == 0:
             raise HopgraphError("cannot index an empty corpus")
         built = []
-        for name in names:
+        for name in _dependency_order(names, options):
             cls = part_class(name)
-            for dep in cls.requires:
-                if dep not in self.parts and dep not in names:
-                    names.append(dep)
             opts = make_options(cls.Options, options.get(name), what=f"part {name!r}")
             have = self.parts.get(name)
             if have is not None:
@@ -108,7 +105,8 @@ class Index:
                         f"({asdict(have.options)}); build a new index for {asdict(opts)}"
                     )
             t0 = time.perf_counter()
-            self.parts[name] = cls.build(self.corpus, opts, progress=progress)
+            deps = {d: self.parts[d] for d in cls.requires_for(opts)}
+            self.parts[name] = cls.build_from(self.corpus, opts, deps, progress=progress)
             self.build_seconds[name] = time.perf_counter() - t0
             built.append(name)
         return built
@@ -203,6 +201,26 @@ class Index:
                 index.build_seconds[name] = meta["build_seconds"]
         index.path = root
         return index
+
+
+def _dependency_order(names: list[str], options: PartOptions) -> list[str]:
+    """``names`` and the parts they are built from, each after its dependencies."""
+    order: list[str] = []
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in order:
+            return
+        if name in path:
+            raise ConfigError(f"index parts depend on each other in a cycle: {[*path, name]}")
+        cls = part_class(name)
+        opts = make_options(cls.Options, options.get(name), what=f"part {name!r}")
+        for dep in cls.requires_for(opts):
+            visit(dep, (*path, name))
+        order.append(name)
+
+    for name in names:
+        visit(name, ())
+    return order
 
 
 def _read_passages(path: Path) -> Corpus:
