@@ -325,6 +325,83 @@ def train_gat_cmd(
     )
 
 
+@cli.command("train-reranker")
+@click.argument("datasets", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, type=click.Path(), help="model folder to write")
+@click.option("--model", default=None, help="encoder to start from (default: bundled MiniLM)")
+@click.option("--layers", default=2, show_default=True, help="keep the first N layers (0: all)")
+@click.option("--max-length", default=128, show_default=True, help="tokens per (query, passage)")
+@click.option("--epochs", default=2, show_default=True)
+@click.option("--lr", default=7e-5, show_default=True)
+@click.option("--negatives", default=7, show_default=True, help="negatives per gold passage")
+@click.option("--candidates", default=30, show_default=True, help="hard negatives: base top N")
+@click.option("--base", default="hybrid", show_default=True, help="retriever for hard negatives")
+@click.option("--groups-per-step", default=4, show_default=True, help="groups per optimiser step")
+@click.option("--max-questions", type=int, default=None, help="at most N questions per dataset")
+@click.option("--val-fraction", default=0.1, show_default=True, help="questions held out")
+@click.option(
+    "--precision", default="auto", show_default=True, type=click.Choice(["auto", "bf16", "fp32"]),
+    help="auto: bf16 autocast where the CPU has native bf16",
+)  # fmt: skip
+@click.option("--seed", default=0, show_default=True)
+@click.option("--overwrite", is_flag=True, help="replace an existing model folder")
+@click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
+@click.option("--index-dir", default=None, help="index cache folder (or $HOPGRAPH_CACHE)")
+@click.option("-q", "--quiet", is_flag=True, help="no progress bars")
+def train_reranker_cmd(
+    datasets, output, model, layers, max_length, epochs, lr, negatives, candidates, base,
+    groups_per_step, max_questions, val_fraction, precision, seed, overwrite, data_dir,
+    index_dir, quiet,
+) -> None:  # fmt: skip
+    """Fine-tune a cross-encoder reranker on DATASETS (each NAME_OR_PATH[:SPLIT], e.g.
+    hotpotqa_train musique_train scifact:train; training questions only, never those you
+    evaluate on). Writes a Hugging Face model folder with checkpoints/ of every epoch."""
+    from hopgraph.corpus import load_dataset
+    from hopgraph.models.embedder import DEFAULT_EMBEDDER
+    from hopgraph.retrieve.base import method_parts
+    from hopgraph.training.reranker import (
+        RerankerConfig,
+        model_card,
+        rerank_examples,
+        save_reranker,
+        train_reranker,
+    )
+
+    config = RerankerConfig(
+        model=model or DEFAULT_EMBEDDER, layers=layers, max_length=max_length, epochs=epochs,
+        lr=lr, negatives=negatives, candidates=candidates, base=base,
+        groups_per_step=groups_per_step, val_fraction=val_fraction, seed=seed,
+        precision=precision,
+    )  # fmt: skip
+    config.validate()
+    out = Path(output).expanduser()
+    if out.exists() and not overwrite:
+        raise click.UsageError(f"{out} exists; pass --overwrite to replace it")
+    parts = method_parts(base)
+    examples, sources = [], []
+    for spec in datasets:
+        name, _, split = spec.partition(":")
+        path = _resolve_dataset(name, data_dir)
+        ds = load_dataset(path, split=split or "test")
+        if max_questions:
+            ds.questions = ds.questions[:max_questions]
+        ix = open_cached_index(ds, path, parts, [], index_dir, not quiet)
+        ex = rerank_examples(ix, ds, config, progress=not quiet)
+        examples += ex
+        sources.append({"dataset": ds.name, "split": split or "test", "questions": len(ex)})
+        click.echo(f"{ds.name}: {len(ex)} questions with gold passages", err=True)
+    ckpt = out.parent / f"{out.name}.checkpoints"
+    result = train_reranker(examples, config, checkpoints=ckpt, progress=not quiet)
+    card = model_card(result, config, sources)
+    save_reranker(result.model, result.tokenizer, out, card, overwrite=overwrite)
+    best, base_val = card["best_validation"], card["base_validation"]
+    click.echo(
+        f"saved {out} (checkpoints in {ckpt}): best epoch {result.best_epoch}, validation "
+        f"nDCG@10 {best['ndcg@10']:.3f} vs {base} {base_val['ndcg@10']:.3f}, Recall@10 "
+        f"{best['recall@10']:.3f} vs {base_val['recall@10']:.3f}"
+    )
+
+
 @cli.group("convert")
 def convert_group() -> None:
     """Convert other benchmarks into unified-layout dataset folders (for eval and index)."""
