@@ -50,3 +50,24 @@ def graph_cohesive_smoothing(
         if delta < eps:
             break
     return np.maximum(p, s), it
+
+
+def reciprocal_degree_propagation(A: np.ndarray, degree: np.ndarray) -> np.ndarray:
+    """FastInsight's GRanker propagation matrix (Algorithm 2, lines 2–5): ``W = A·D⁻¹`` (an
+    edge to node j weighs ``1 / deg(j)``, its degree in the whole corpus graph, so hubs count
+    less), then ``P = diag(W·1)⁻¹·W``. A node with no neighbour among the candidates gets
+    ``P[i, i] = 1`` (it keeps its own vector; the paper leaves this row undefined)."""
+    deg = np.maximum(np.asarray(degree, dtype=np.float64), 1.0)
+    W = (np.asarray(A, dtype=np.float64) > 0) / deg[None, :]
+    np.fill_diagonal(W, 0.0)
+    P = row_stochastic(W)
+    lonely = P.sum(axis=1) == 0
+    P[lonely, lonely] = 1.0
+    return P
+
+
+def latent_graph_fusion(H: np.ndarray, P: np.ndarray, alpha: float) -> np.ndarray:
+    """``H' = (1 − α)·H + α·P·H`` (Algorithm 2, line 6): one gradient step on the
+    Laplacian-regularised denoising objective."""
+    H = np.asarray(H)
+    return ((1.0 - alpha) * H + alpha * (P @ H)).astype(H.dtype, copy=False)

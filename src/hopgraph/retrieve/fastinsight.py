@@ -1,0 +1,261 @@
+"""Cross-encoder methods over a corpus graph: ``rerank`` (retrieve-then-rerank, the papers' Re2,
+BM25+CE and RRF+CE baselines), ``gar`` (adaptive reranking with a corpus graph, MacAvaney et al.
+2022) and ``fastinsight`` (An et al., Algorithm 1: vector search, then GRanker and STeX
+interleaved until the budget is spent).
+
+All three spend the same budget: at most ``b_max`` (for ``rerank``: ``n``) passages go through
+the cross-encoder per query, each once (:class:`~hopgraph.retrieve.model_search.PairCache`).
+Passages the cross-encoder has not scored follow the scored ones in the base retriever's order,
+so a ranking deeper than the budget is still complete.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hopgraph.config import in_unit_interval, option, positive
+from hopgraph.errors import ConfigError
+from hopgraph.index import Index
+from hopgraph.models.cross_encoder import load_cross_encoder
+from hopgraph.retrieve.base import Retriever, get_retriever, method_parts, register_method
+from hopgraph.retrieve.graph_search import Frontier, stex
+from hopgraph.retrieve.model_search import PairCache, graph_model_search, model_search
+from hopgraph.retrieve.ranking import Ranking
+
+MODEL_HELP = "cross-encoder: a model folder (e.g. from `hopgraph train-reranker`) or cached name"
+
+
+def _check_model(model: str) -> None:
+    if not model:
+        raise ConfigError(
+            "this method needs model=FOLDER: a cross-encoder, e.g. one trained with "
+            "`hopgraph train-reranker`"
+        )
+
+
+@dataclass(frozen=True)
+class RerankParams:
+    model: str = option("", MODEL_HELP)
+    base: str = option("dense", "first-stage retriever")
+    n: int = option(100, "candidates rescored by the cross-encoder (the base's top n)")
+    max_length: int = option(0, "tokens per (query, passage) pair; 0: the model's own setting")
+
+    def validate(self) -> None:
+        _check_model(self.model)
+        positive("n", self.n)
+        if self.max_length < 0:
+            raise ConfigError("max_length must be >= 0")
+
+
+class _CrossEncoderRetriever(Retriever):
+    """Shared set-up: the base retriever and the cross-encoder. ``requires``: the parts needed
+    beyond the base retriever's."""
+
+    uses_dense = False
+
+    @classmethod
+    def parts_for(cls, params: Any) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*method_parts(params.base), *cls.requires]))
+
+    def __init__(self, index: Index, params: Any):
+        super().__init__(index, params)
+        self.base = get_retriever(index, params.base)
+        self.uses_dense = type(self).uses_dense or self.base.uses_dense  # type: ignore[misc]
+        self.model = load_cross_encoder(params.model, max_length=params.max_length or None)
+
+    def _base(self, query: str, depth: int, qvec: np.ndarray | None) -> Ranking:
+        return self.base._search(query, min(depth, len(self.ids)), qvec)
+
+    def _finish(
+        self,
+        query: str,
+        k: int,
+        rows: np.ndarray,
+        scores: np.ndarray,
+        base: Ranking,
+        pairs: PairCache,
+        t0: float,
+        info: dict[str, Any] | None = None,
+    ) -> Ranking:
+        """Scored rows first, then the base's other rows (scores below the lowest)."""
+        pos = self.index.corpus.position
+        seen = set(rows.tolist())
+        rest = [r for r in (pos(i) for i in base.ids) if r not in seen]
+        floor = float(scores.min()) if len(scores) else 0.0
+        all_rows = np.concatenate([rows, np.asarray(rest, np.int64)])[:k]
+        all_scores = np.concatenate([scores, floor - 1.0 - np.arange(len(rest))])[:k]
+        base_rank = {pos(i): j for j, i in enumerate(base.ids, start=1)}
+        explain = [
+            {"score": float(s), "base_rank": base_rank.get(int(r)), "scored": int(r) in seen}
+            for r, s in zip(all_rows.tolist(), all_scores.tolist(), strict=True)
+        ]
+        info = {
+            "pairs": len(pairs),
+            "encode_ms": pairs.encode_seconds * 1e3,
+            "total_ms": (time.perf_counter() - t0) * 1e3,
+            **(info or {}),
+        }
+        return self._ranking(query, all_rows, all_scores, lambda: explain, info)
+
+
+@register_method
+class RerankRetriever(_CrossEncoderRetriever):
+    """Retrieve-then-rerank: the base's top n rescored by a cross-encoder (``O_vs → O_m``)."""
+
+    name = "rerank"
+    Params = RerankParams
+    requires = ()  # only the base's parts
+    summary = "the base retriever's top 100 rescored by a cross-encoder"
+
+    def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
+        t0 = time.perf_counter()
+        p: RerankParams = self.params
+        base = self._base(query, max(p.n, k), qvec)
+        pos = self.index.corpus.position
+        cand = np.array([pos(i) for i in base.ids[: p.n]], np.int64)
+        pairs = PairCache(self.model, query, self.index.corpus)
+        rows, scores = model_search(pairs, cand)
+        return self._finish(query, k, rows, scores, base, pairs, t0)
+
+
+@dataclass(frozen=True)
+class GARParams:
+    model: str = option("", MODEL_HELP)
+    base: str = option("dense", "first-stage retriever (the initial ranking R0)")
+    n: int = option(100, "depth of the initial ranking")
+    batch: int = option(10, "passages scored per step (b)")
+    b_max: int = option(100, "passages scored per query (the budget c)")
+    max_length: int = option(0, "tokens per (query, passage) pair; 0: the model's own setting")
+
+    def validate(self) -> None:
+        _check_model(self.model)
+        for name in ("n", "batch", "b_max"):
+            positive(name, getattr(self, name))
+        if self.max_length < 0:
+            raise ConfigError("max_length must be >= 0")
+
+
+@register_method
+class GARRetriever(_CrossEncoderRetriever):
+    """GAR (MacAvaney et al. 2022, Algorithm 1): score batches alternately from the initial
+    ranking and from the graph frontier of the passages scored so far, until ``b_max`` are
+    scored; the scored passages by score, then the unscored rest of the initial ranking."""
+
+    name = "gar"
+    Params = GARParams
+    requires = ("corpus_graph",)
+    summary = "adaptive reranking: batches from the base ranking and the corpus-graph frontier"
+
+    def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
+        t0 = time.perf_counter()
+        p: GARParams = self.params
+        base = self._base(query, max(p.n, k), qvec)
+        pos = self.index.corpus.position
+        initial = [pos(i) for i in base.ids[: p.n]]
+        graph = self.index.part("corpus_graph")
+        frontier = Frontier(graph.adjacency)
+        pairs = PairCache(self.model, query, self.index.corpus)
+        scored: dict[int, float] = {}
+        from_graph = 0
+        use_frontier = False
+        budget = min(p.b_max, len(self.ids))
+        while len(scored) < budget:
+            want = min(p.batch, budget - len(scored))
+            batch = frontier.pop(want) if use_frontier else []
+            from_graph += len(batch)
+            if not batch:  # R0's turn, or an empty frontier
+                batch = [r for r in initial if r not in scored][:want]
+            if not batch:
+                batch = frontier.pop(want)
+                from_graph += len(batch)
+            if not batch:
+                break
+            rows = np.asarray(batch, np.int64)
+            s = pairs.scores(rows)
+            scored.update(zip(batch, s.tolist(), strict=True))
+            frontier.mark_scored(rows, s)
+            use_frontier = not use_frontier
+        rows = np.fromiter(scored, np.int64, len(scored))
+        order = np.lexsort((rows, -np.fromiter(scored.values(), float, len(scored))))
+        scores = np.fromiter(scored.values(), float, len(scored))[order]
+        return self._finish(
+            query, k, rows[order], scores, base, pairs, t0, {"from_graph": from_graph}
+        )
+
+
+@dataclass(frozen=True)
+class FastInsightParams:
+    model: str = option("", MODEL_HELP)
+    base: str = option("dense", "initial vector search (O_vs)")
+    batch: int = option(10, "passages added per iteration (BATCH)")
+    b_max: int = option(100, "passages scored per query (the budget)")
+    alpha: float = option(0.2, "GRanker smoothing factor")
+    beta: float = option(1.0, "STeX weight of the structural score")
+    max_length: int = option(0, "tokens per (query, passage) pair; 0: the model's own setting")
+
+    def validate(self) -> None:
+        _check_model(self.model)
+        positive("batch", self.batch)
+        positive("b_max", self.b_max)
+        in_unit_interval("alpha", self.alpha)
+        if self.beta < 0 or self.max_length < 0:
+            raise ConfigError("beta and max_length must be >= 0")
+
+
+@register_method
+class FastInsightRetriever(_CrossEncoderRetriever):
+    """FastInsight (Algorithm 1): the top BATCH of a vector search, ranked by GRanker; then, until
+    ``b_max`` passages are retrieved, STeX adds up to BATCH neighbours of the retrieved list and
+    GRanker reranks it. When the retrieved list has no unretrieved neighbour, the next passages
+    of the vector search are added instead (the paper's loop would not end)."""
+
+    name = "fastinsight"
+    Params = FastInsightParams
+    requires = ("dense", "corpus_graph")
+    uses_dense = True  # STeX's similarity term
+    summary = "FastInsight: vector search, then GRanker and STeX interleaved (budget 100)"
+
+    def __init__(self, index: Index, params: FastInsightParams):
+        super().__init__(index, params)
+        self.vectors = index.part("dense").embeddings
+
+    def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
+        t0 = time.perf_counter()
+        p: FastInsightParams = self.params
+        assert qvec is not None
+        graph = self.index.part("corpus_graph")
+        budget = min(p.b_max, len(self.ids))
+        base = self._base(query, max(budget, k), qvec)
+        pos = self.index.corpus.position
+        fallback = [pos(i) for i in base.ids]
+        pairs = PairCache(self.model, query, self.index.corpus)
+        ret = np.asarray(fallback[: p.batch], np.int64)
+        ret, scores = self._granker(pairs, ret, graph, p.alpha)
+        from_graph, steps = 0, 0
+        while len(ret) < budget:
+            want = min(len(ret) + p.batch, budget) - len(ret)
+            add, _ = stex(graph.adjacency, graph.degree, ret, qvec, self.vectors, p.beta)
+            add = add[:want]
+            from_graph += len(add)
+            if len(add) < want:  # no more neighbours: continue the vector search
+                have = set(ret.tolist()) | set(add.tolist())
+                more = [r for r in fallback if r not in have][: want - len(add)]
+                add = np.concatenate([add, np.asarray(more, np.int64)])
+            if len(add) == 0:
+                break
+            ret, scores = self._granker(pairs, np.concatenate([ret, add]), graph, p.alpha)
+            steps += 1
+        return self._finish(
+            query, k, ret, scores, base, pairs, t0, {"from_graph": from_graph, "steps": steps}
+        )
+
+    @staticmethod
+    def _granker(pairs: PairCache, rows: np.ndarray, graph: Any, alpha: float):  # noqa: ANN205
+        return graph_model_search(pairs, rows, graph.subgraph(rows), graph.degree[rows], alpha)
+
+
+__all__ = ["FastInsightParams", "GARParams", "RerankParams"]
