@@ -23,7 +23,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from base import INDEX_OPTIONS, open_index
+from base import open_index
 
 from hopgraph.corpus import load_dataset
 from hopgraph.eval import MethodResult, MethodSpec, evaluate
@@ -84,8 +84,8 @@ def main() -> None:
     indexes = {}
     for name in args.datasets.split(","):
         path = args.data_dir / name
-        ds = load_dataset(path, split=SPLITS.get(name))
-        index = indexes[name] = open_index(path, ds, PARTS, INDEX_OPTIONS)
+        ds = load_dataset(path, split=SPLITS.get(name, "test"))
+        index = indexes[name] = open_index(path, ds, PARTS, {})
         limit = args.limit or None
         results = evaluate(index, ds, specs(model), ks=(10,), limit=limit, n_resamples=1000)
         rows = [row(r) for r in results]
@@ -105,8 +105,8 @@ def main() -> None:
     if args.curve:
         name = args.curve
         path = args.data_dir / name
-        ds = load_dataset(path, split=SPLITS.get(name))
-        index = indexes.get(name) or open_index(path, ds, PARTS, INDEX_OPTIONS)
+        ds = load_dataset(path, split=SPLITS.get(name, "test"))
+        index = indexes.get(name) or open_index(path, ds, PARTS, {})
         curve: dict[str, list] = {}
         for b in [int(x) for x in args.budgets.split(",")]:
             for spec in specs(model, b)[1:]:

@@ -332,11 +332,17 @@ def train_gat_cmd(
 @click.option("--layers", default=2, show_default=True, help="keep the first N layers (0: all)")
 @click.option("--max-length", default=128, show_default=True, help="tokens per (query, passage)")
 @click.option("--epochs", default=2, show_default=True)
-@click.option("--lr", default=7e-5, show_default=True)
-@click.option("--negatives", default=7, show_default=True, help="negatives per gold passage")
+@click.option("--lr", default=1e-4, show_default=True)
+@click.option("--dropout", default=0.0, show_default=True, help="dropout while training")
+@click.option("--negatives", default=4, show_default=True, help="hard negatives per gold passage")
+@click.option("--random-negatives", default=3, show_default=True, help="random ones per gold")
 @click.option("--candidates", default=30, show_default=True, help="hard negatives: base top N")
 @click.option("--base", default="hybrid", show_default=True, help="retriever for hard negatives")
 @click.option("--groups-per-step", default=4, show_default=True, help="groups per optimiser step")
+@click.option(
+    "--distill", default=1.0, show_default=True,
+    help="weight of distillation from the bi-encoder (dense part); 0 = labels only",
+)  # fmt: skip
 @click.option("--max-questions", type=int, default=None, help="at most N questions per dataset")
 @click.option("--val-fraction", default=0.1, show_default=True, help="questions held out")
 @click.option(
@@ -349,8 +355,9 @@ def train_gat_cmd(
 @click.option("--index-dir", default=None, help="index cache folder (or $HOPGRAPH_CACHE)")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
 def train_reranker_cmd(
-    datasets, output, model, layers, max_length, epochs, lr, negatives, candidates, base,
-    groups_per_step, max_questions, val_fraction, precision, seed, overwrite, data_dir,
+    datasets, output, model, layers, max_length, epochs, lr, dropout, negatives, random_negatives,
+    candidates, base,
+    groups_per_step, distill, max_questions, val_fraction, precision, seed, overwrite, data_dir,
     index_dir, quiet,
 ) -> None:  # fmt: skip
     """Fine-tune a cross-encoder reranker on DATASETS (each NAME_OR_PATH[:SPLIT], e.g.
@@ -369,15 +376,16 @@ def train_reranker_cmd(
 
     config = RerankerConfig(
         model=model or DEFAULT_EMBEDDER, layers=layers, max_length=max_length, epochs=epochs,
-        lr=lr, negatives=negatives, candidates=candidates, base=base,
-        groups_per_step=groups_per_step, val_fraction=val_fraction, seed=seed,
+        lr=lr, dropout=dropout, negatives=negatives, random_negatives=random_negatives,
+        candidates=candidates, base=base,
+        groups_per_step=groups_per_step, val_fraction=val_fraction, seed=seed, distill=distill,
         precision=precision,
     )  # fmt: skip
     config.validate()
     out = Path(output).expanduser()
     if out.exists() and not overwrite:
         raise click.UsageError(f"{out} exists; pass --overwrite to replace it")
-    parts = method_parts(base)
+    parts = tuple(dict.fromkeys([*method_parts(base), *(["dense"] if distill else [])]))
     examples, sources = [], []
     for spec in datasets:
         name, _, split = spec.partition(":")

@@ -5,9 +5,13 @@ encoder (by default the bundled MiniLM, optionally cut to its first ``layers`` t
 for speed) with a new one-logit classification head, and learns from training questions only.
 
 Each training question gives its gold passages and *hard negatives*: the base retriever's top
-``candidates`` that are not gold (plus a few random passages). A training group is one gold
-passage against ``negatives`` sampled negatives, re-sampled every epoch; the loss is the softmax
-cross-entropy of the gold passage in its group (listwise, as for MS MARCO rerankers). A share of
+``candidates`` that are not gold, plus random passages. A training group is one gold passage
+against ``negatives`` hard and ``random_negatives`` random negatives, re-sampled every epoch;
+the loss is the softmax cross-entropy of the gold passage in its group (listwise, as for
+MS MARCO rerankers), plus ``distill`` × the KL divergence from the bi-encoder's distribution
+over the group (softmax of ``teacher_scale`` × cosine, from the index's ``dense`` part). With
+a thousand training questions the labels alone teach the reranker less than the bi-encoder
+already knows; the teacher keeps what it knows while the labels add what it misses. A share of
 the questions is held out: after each epoch the model reranks their base candidates, and the
 epoch with the best validation nDCG@10 is kept. Each epoch is also checkpointed.
 """
@@ -39,30 +43,40 @@ class RerankerConfig:
     layers: int = 0  # keep the first N transformer layers (0: all)
     max_length: int = 128
     epochs: int = 2
-    lr: float = 7e-5
+    lr: float = 1e-4
+    dropout: float = 0.0
     weight_decay: float = 0.01
     warmup: float = 0.1
-    negatives: int = 7
+    negatives: int = 4
     groups_per_step: int = 4
     candidates: int = 30
     base: str = "hybrid"
-    random_negatives: int = 2
+    random_negatives: int = 3
     val_fraction: float = 0.1
     seed: int = 0
     precision: str = "auto"
+    distill: float = 1.0  # weight of the distillation loss (0: labels only)
+    teacher_scale: float = 20.0  # teacher logits = scale × cosine
 
     def validate(self) -> None:
         for name in ("max_length", "epochs", "negatives", "groups_per_step", "candidates"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.dropout < 1:
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.layers < 0 or self.random_negatives < 0:
             raise ConfigError("layers and random_negatives must be >= 0")
         if not 0 < self.val_fraction < 1:
             raise ConfigError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
         if self.lr <= 0 or not 0 <= self.warmup < 1:
             raise ConfigError("lr must be > 0 and warmup in [0, 1)")
+        if self.distill < 0 or self.teacher_scale <= 0:
+            raise ConfigError("distill must be >= 0 and teacher_scale > 0")
         if self.precision not in ("auto", "bf16", "fp32"):
             raise ConfigError(f"precision must be auto, bf16 or fp32, got {self.precision!r}")
+
+
+RANDOM_POOL = 24  # random passages kept per question to draw easy negatives from
 
 
 @dataclass
@@ -75,10 +89,11 @@ class RerankExample:
     candidates: list[str]  # base top-n, best first
     labels: list[bool]
     extra_negatives: list[str] = field(default_factory=list)  # random passages
+    source: str = ""  # the dataset it came from
+    teacher: dict[str, float] = field(default_factory=dict)  # text -> bi-encoder cosine
 
-    def negatives(self) -> list[str]:
-        hard = [t for t, y in zip(self.candidates, self.labels, strict=True) if not y]
-        return hard + self.extra_negatives
+    def hard_negatives(self) -> list[str]:
+        return [t for t, y in zip(self.candidates, self.labels, strict=True) if not y]
 
 
 def rerank_examples(
@@ -90,27 +105,40 @@ def rerank_examples(
     rng = random.Random(config.seed)
     n = min(config.candidates, len(corpus))
     rankings = base.search_batch([q.text for q in dataset.questions], n)
+    if config.distill:
+        dense = index.part("dense")
+        qvecs = dense.encode_queries([q.text for q in dataset.questions])
     out = []
-    for q, r in tqdm(
-        list(zip(dataset.questions, rankings, strict=True)),
-        desc=f"candidates {dataset.name}",
-        disable=not progress,
+    for i, (q, r) in enumerate(
+        tqdm(
+            list(zip(dataset.questions, rankings, strict=True)),
+            desc=f"candidates {dataset.name}",
+            disable=not progress,
+        )
     ):
         gold = set(q.gold)
         rows = [corpus.position(i) for i in r.ids]
         extra = [
-            corpus[j].content
-            for j in rng.sample(range(len(corpus)), min(len(corpus), config.random_negatives + 4))
+            j
+            for j in rng.sample(range(len(corpus)), min(len(corpus), RANDOM_POOL))
             if corpus[j].id not in gold and j not in rows
-        ][: config.random_negatives]
+        ]
+        positives = [corpus.position(g) for g in q.gold if g in corpus]
+        teacher = {}
+        if config.distill:
+            used = [*positives, *rows, *extra]
+            cos = dense.embeddings[used] @ qvecs[i]
+            teacher = {corpus[j].content: float(c) for j, c in zip(used, cos, strict=True)}
         out.append(
             RerankExample(
                 qid=q.id,
                 query=q.text,
-                positives=[corpus[corpus.position(g)].content for g in q.gold if g in corpus._pos],
+                positives=[corpus[j].content for j in positives],
                 candidates=[corpus[j].content for j in rows],
                 labels=[corpus[j].id in gold for j in rows],
-                extra_negatives=extra,
+                extra_negatives=[corpus[j].content for j in extra],
+                source=dataset.name,
+                teacher=teacher,
             )
         )
     return [e for e in out if e.positives]
@@ -151,7 +179,25 @@ def load_base_model(config: RerankerConfig) -> tuple[Any, Any]:
             raise ConfigError(f"the model has {len(layers)} layers; cannot keep {config.layers}")
         del layers[config.layers :]
         model.config.num_hidden_layers = config.layers
+    set_dropout(model, config.dropout)
     return model, tok
+
+
+def set_dropout(model: Any, p: float) -> None:
+    """Set every dropout of ``model`` to ``p`` (and in its config, so it is saved).
+
+    A sentence encoder's [CLS] vector barely differs between pairs (std ~0.01 per dimension for
+    MiniLM, which was trained with mean pooling): with the usual dropout of 0.1 the noise swamps
+    that signal and the reranker does not learn at all (loss stays at ln(group size)); without
+    dropout it learns in a few steps."""
+    import torch
+
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = p
+    for key in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
+        if getattr(model.config, key, None) is not None:
+            setattr(model.config, key, p)
 
 
 def _encoder_layers(model: Any) -> Any:
@@ -204,6 +250,16 @@ def validation_metrics(
     }
 
 
+def validation_report(examples: list[RerankExample], order_of: Any) -> dict[str, float]:
+    """:func:`validation_metrics` over all examples, and nDCG@10 per source dataset."""
+    orders = {id(e): order_of(e) for e in examples}
+    out = validation_metrics(examples, lambda e: orders[id(e)])
+    for source in sorted({e.source for e in examples}):
+        sub = [e for e in examples if e.source == source]
+        out[f"ndcg@10/{source}"] = validation_metrics(sub, lambda e: orders[id(e)])["ndcg@10"]
+    return out
+
+
 def train_reranker(
     examples: list[RerankExample],
     config: RerankerConfig,
@@ -239,23 +295,19 @@ def train_reranker(
             -_scores(model, tok, e.query, e.candidates, config.max_length), kind="stable"
         )
 
-    base_val = validation_metrics(val, lambda e: np.arange(len(e.candidates)))
+    base_val = validation_report(val, lambda e: np.arange(len(e.candidates)))
     history: list[dict[str, float]] = []
     best, best_state, best_epoch = -1.0, None, 1
     bar = tqdm(total=steps, desc="train-reranker", unit="step", disable=not progress)
     for epoch in range(1, config.epochs + 1):
         model.train()
-        groups = [
-            (e.query, pos, _sample(e.negatives(), config.negatives, rng))
-            for e in train
-            for pos in e.positives
-        ]
+        groups = [(e, pos, _negatives(e, config, rng)) for e in train for pos in e.positives]
         rng.shuffle(groups)
         losses = []
         for lo in range(0, len(groups), config.groups_per_step):
             chunk = groups[lo : lo + config.groups_per_step]
-            width = 1 + config.negatives
-            queries = [q for q, _, _ in chunk for _ in range(width)]
+            width = 1 + config.negatives + config.random_negatives
+            queries = [e.query for e, _, _ in chunk for _ in range(width)]
             texts = [t for _, pos, negs in chunk for t in [pos, *negs]]
             enc = tok(
                 queries,
@@ -270,6 +322,15 @@ def train_reranker(
             loss = torch.nn.functional.cross_entropy(
                 logits, torch.zeros(len(chunk), dtype=torch.long)
             )
+            if config.distill:
+                teacher = torch.tensor(
+                    [[e.teacher.get(t, 0.0) for t in [pos, *negs]] for e, pos, negs in chunk]
+                )
+                target = torch.softmax(config.teacher_scale * teacher, dim=1)
+                kl = torch.nn.functional.kl_div(
+                    torch.log_softmax(logits, dim=1), target, reduction="batchmean"
+                )
+                loss = loss + config.distill * kl
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
@@ -280,7 +341,7 @@ def train_reranker(
             bar.set_postfix(epoch=epoch, loss=f"{np.mean(losses[-50:]):.3f}")
         model.eval()
         with torch.inference_mode():
-            metrics = validation_metrics(val, rerank_order)
+            metrics = validation_report(val, rerank_order)
         row = {"epoch": epoch, "loss": float(np.mean(losses)), **metrics}
         history.append(row)
         bar.write(
@@ -300,6 +361,15 @@ def train_reranker(
     return RerankerResult(
         model, tok, best_epoch, history, base_val, len(train), n_val, time.perf_counter() - t0
     )
+
+
+def _negatives(e: RerankExample, config: RerankerConfig, rng: random.Random) -> list[str]:
+    """``negatives`` hard ones and ``random_negatives`` random ones: with hard negatives
+    alone, a multi-hop set teaches the model that passages sharing words with the question are
+    *not* relevant (the hard negatives do, the second-hop gold passages often do not)."""
+    hard = e.hard_negatives() or e.extra_negatives
+    easy = e.extra_negatives or hard
+    return _sample(hard, config.negatives, rng) + _sample(easy, config.random_negatives, rng)
 
 
 def _sample(items: list[str], n: int, rng: random.Random) -> list[str]:
