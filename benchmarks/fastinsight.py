@@ -32,8 +32,8 @@ PARTS = ("sparse", "dense", "links", "corpus_graph")
 SPLITS = {"scifact": "test"}
 
 
-def specs(model: str, budget: int = 100) -> list[MethodSpec]:
-    ce = {"model": model}
+def specs(model: str, budget: int = 100, max_length: int = 0) -> list[MethodSpec]:
+    ce = {"model": model, "max_length": max_length}
     return [
         MethodSpec("dense", {}, "vector search"),
         MethodSpec("rerank", {**ce, "n": budget}, "rerank"),
@@ -69,6 +69,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", type=Path, required=True)
     ap.add_argument("--model", required=True, help="cross-encoder folder (train-reranker)")
+    ap.add_argument("--max-length", type=int, default=0, help="tokens per pair (0: model's)")
     ap.add_argument("--datasets", default="scifact,2wikimultihopqa,hotpotqa,musique")
     ap.add_argument("--limit", type=int, default=150, help="questions per dataset (0: all)")
     ap.add_argument("--latency-limit", type=int, default=20)
@@ -87,13 +88,14 @@ def main() -> None:
         ds = load_dataset(path, split=SPLITS.get(name, "test"))
         index = indexes[name] = open_index(path, ds, PARTS, {})
         limit = args.limit or None
-        results = evaluate(index, ds, specs(model), ks=(10,), limit=limit, n_resamples=1000)
+        chosen = specs(model, 100, args.max_length)
+        results = evaluate(index, ds, chosen, ks=(10,), limit=limit, n_resamples=1000)
         rows = [row(r) for r in results]
         for r, res in zip(rows, results, strict=True):
             r["vs_first"] = res.comparison
         lat_ds = ds
         lat_ds.questions = ds.questions[: args.latency_limit]
-        for i, spec in enumerate(specs(model)):
+        for i, spec in enumerate(chosen):
             p50s = []
             for _ in range(args.repeats):
                 res = evaluate(index, lat_ds, [spec], ks=(10,), progress=False)[0]
@@ -102,6 +104,7 @@ def main() -> None:
         graph = index.part("corpus_graph").stats()
         report["datasets"][name] = {"graph": graph, "rows": rows}
         print(table(f"{name} (graph: {graph})", rows), flush=True)
+        write(report, args.out)  # after each set, so a long run leaves partial results
     if args.curve:
         name = args.curve
         path = args.data_dir / name
@@ -109,7 +112,7 @@ def main() -> None:
         index = indexes.get(name) or open_index(path, ds, PARTS, {})
         curve: dict[str, list] = {}
         for b in [int(x) for x in args.budgets.split(",")]:
-            for spec in specs(model, b)[1:]:
+            for spec in specs(model, b, args.max_length)[1:]:
                 res = evaluate(index, ds, [spec], ks=(10,), limit=args.curve_limit, progress=False)
                 curve.setdefault(spec.label, []).append(
                     {"b_max": b, **{k: v for k, v in row(res[0]).items() if k != "method"}}
@@ -117,9 +120,13 @@ def main() -> None:
                 print(spec.label, b, curve[spec.label][-1], flush=True)
         report["curve"] = {"dataset": name, "limit": args.curve_limit, "points": curve}
         plot(curve, name, args.plot)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    write(report, args.out)
     print(f"wrote {args.out}", file=sys.stderr)
+
+
+def write(report: dict, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
 
 
 def plot(curve: dict[str, list], name: str, dest: Path) -> None:

@@ -16,6 +16,8 @@ from hopgraph.errors import ConfigError, HopgraphError
 from hopgraph.index.store import split_part_options
 
 ASSIGN_HELP = "key=value; repeatable"
+DATA_DIR_HELP = "folder of named datasets (or $HOPGRAPH_DATA)"
+INDEX_DIR_HELP = "index cache folder (or $HOPGRAPH_CACHE)"
 POOL_HELP = (
     "metadata key: each question searches only the passages sharing its value, one index per "
     "pool (db_id for converted Spider/BIRD tables)"
@@ -235,6 +237,21 @@ def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bo
     return index
 
 
+def training_options(f):  # noqa: ANN001, ANN201 - a click decorator
+    """The options every training command shares."""
+    for option in reversed(
+        [
+            click.option("--seed", default=0, show_default=True),
+            click.option("--overwrite", is_flag=True, help="replace an existing model folder"),
+            click.option("--data-dir", default=None, help=DATA_DIR_HELP),
+            click.option("--index-dir", default=None, help=INDEX_DIR_HELP),
+            click.option("-q", "--quiet", is_flag=True, help="no progress bars"),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
 @cli.command("train-gat")
 @click.argument("datasets", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, type=click.Path(), help="model folder to write")
@@ -259,11 +276,7 @@ def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bo
     "--residual", default=0.0, show_default=True,
     help="add a learnable multiple (starting here) of the GCS score to the output; 0 = paper",
 )  # fmt: skip
-@click.option("--seed", default=0, show_default=True)
-@click.option("--overwrite", is_flag=True, help="replace an existing model folder")
-@click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
-@click.option("--index-dir", default=None, help="index cache folder (or $HOPGRAPH_CACHE)")
-@click.option("-q", "--quiet", is_flag=True, help="no progress bars")
+@training_options
 def train_gat_cmd(
     datasets, output, sets, index_sets, pool_by, max_questions, epochs, lr, weight_decay,
     batch_size, val_fraction, patience, hidden, heads, layers, dropout, no_message_passing,
@@ -349,11 +362,7 @@ def train_gat_cmd(
     "--precision", default="auto", show_default=True, type=click.Choice(["auto", "bf16", "fp32"]),
     help="auto: bf16 autocast where the CPU has native bf16",
 )  # fmt: skip
-@click.option("--seed", default=0, show_default=True)
-@click.option("--overwrite", is_flag=True, help="replace an existing model folder")
-@click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
-@click.option("--index-dir", default=None, help="index cache folder (or $HOPGRAPH_CACHE)")
-@click.option("-q", "--quiet", is_flag=True, help="no progress bars")
+@training_options
 def train_reranker_cmd(
     datasets, output, model, layers, max_length, epochs, lr, dropout, negatives, random_negatives,
     candidates, base,
@@ -505,10 +514,15 @@ def info_cmd(index_dir) -> None:
 def methods_cmd() -> None:
     """List retrieval methods, the index parts they need, and their parameters."""
     from hopgraph.retrieve import list_methods, method_class
+    from hopgraph.retrieve.base import method_parts
 
     for name in list_methods():
         cls = method_class(name)
-        click.echo(f"{name}  (needs: {', '.join(cls.requires)})  {cls.summary}")
+        try:  # the parts with the default parameters (some methods need e.g. model=)
+            parts = method_parts(name)
+        except HopgraphError:
+            parts = cls.parts_for(cls.Params())
+        click.echo(f"{name}  (needs: {', '.join(parts)})  {cls.summary}")
         for opt, tp, default, help_ in describe_options(cls.Params):
             click.echo(f"    {opt}: {tp} = {default!r}  {help_}")
 

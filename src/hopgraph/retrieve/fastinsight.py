@@ -38,17 +38,25 @@ def _check_model(model: str) -> None:
 
 
 @dataclass(frozen=True)
-class RerankParams:
+class CrossEncoderParams:
+    """What every cross-encoder method takes."""
+
     model: str = option("", MODEL_HELP)
-    base: str = option("dense", "first-stage retriever")
-    n: int = option(100, "candidates rescored by the cross-encoder (the base's top n)")
+    base: str = option("dense", "first-stage retriever (vector search, O_vs)")
     max_length: int = option(0, "tokens per (query, passage) pair; 0: the model's own setting")
 
     def validate(self) -> None:
         _check_model(self.model)
-        positive("n", self.n)
         if self.max_length < 0:
             raise ConfigError("max_length must be >= 0")
+        for name in ("n", "batch", "b_max"):
+            if hasattr(self, name):
+                positive(name, getattr(self, name))
+
+
+@dataclass(frozen=True)
+class RerankParams(CrossEncoderParams):
+    n: int = option(100, "candidates rescored by the cross-encoder (the base's top n)")
 
 
 class _CrossEncoderRetriever(Retriever):
@@ -123,20 +131,10 @@ class RerankRetriever(_CrossEncoderRetriever):
 
 
 @dataclass(frozen=True)
-class GARParams:
-    model: str = option("", MODEL_HELP)
-    base: str = option("dense", "first-stage retriever (the initial ranking R0)")
-    n: int = option(100, "depth of the initial ranking")
+class GARParams(CrossEncoderParams):
+    n: int = option(100, "depth of the initial ranking R0")
     batch: int = option(10, "passages scored per step (b)")
     b_max: int = option(100, "passages scored per query (the budget c)")
-    max_length: int = option(0, "tokens per (query, passage) pair; 0: the model's own setting")
-
-    def validate(self) -> None:
-        _check_model(self.model)
-        for name in ("n", "batch", "b_max"):
-            positive(name, getattr(self, name))
-        if self.max_length < 0:
-            raise ConfigError("max_length must be >= 0")
 
 
 @register_method
@@ -188,22 +186,17 @@ class GARRetriever(_CrossEncoderRetriever):
 
 
 @dataclass(frozen=True)
-class FastInsightParams:
-    model: str = option("", MODEL_HELP)
-    base: str = option("dense", "initial vector search (O_vs)")
+class FastInsightParams(CrossEncoderParams):
     batch: int = option(10, "passages added per iteration (BATCH)")
     b_max: int = option(100, "passages scored per query (the budget)")
     alpha: float = option(0.2, "GRanker smoothing factor")
     beta: float = option(1.0, "STeX weight of the structural score")
-    max_length: int = option(0, "tokens per (query, passage) pair; 0: the model's own setting")
 
     def validate(self) -> None:
-        _check_model(self.model)
-        positive("batch", self.batch)
-        positive("b_max", self.b_max)
+        super().validate()
         in_unit_interval("alpha", self.alpha)
-        if self.beta < 0 or self.max_length < 0:
-            raise ConfigError("beta and max_length must be >= 0")
+        if self.beta < 0:
+            raise ConfigError(f"beta must be >= 0, got {self.beta}")
 
 
 @register_method
@@ -258,4 +251,4 @@ class FastInsightRetriever(_CrossEncoderRetriever):
         return graph_model_search(pairs, rows, graph.subgraph(rows), graph.degree[rows], alpha)
 
 
-__all__ = ["FastInsightParams", "GARParams", "RerankParams"]
+__all__ = ["CrossEncoderParams", "FastInsightParams", "GARParams", "RerankParams"]

@@ -349,7 +349,8 @@ def train_reranker(
             f"(base {base_val['ndcg@10']:.3f})"
         )
         if checkpoints is not None:
-            save_reranker(model, tok, checkpoints / f"epoch-{epoch}", {"epoch": row}, True)
+            card = {"max_length": config.max_length, "epoch": row}
+            save_reranker(model, tok, checkpoints / f"epoch-{epoch}", card, True)
         if metrics["ndcg@10"] > best:
             best = metrics["ndcg@10"]
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
