@@ -252,6 +252,19 @@ def training_options(f):  # noqa: ANN001, ANN201 - a click decorator
     return f
 
 
+def _training_sets(datasets, data_dir, max_questions):  # noqa: ANN001, ANN202
+    """``(split, path, dataset)`` for each NAME_OR_PATH[:SPLIT] (default split: test)."""
+    from hopgraph.corpus import load_dataset
+
+    for spec in datasets:
+        name, _, split = spec.partition(":")
+        path = _resolve_dataset(name, data_dir)
+        ds = load_dataset(path, split=split or "test")
+        if max_questions:
+            ds.questions = ds.questions[:max_questions]
+        yield split or "test", path, ds
+
+
 @cli.command("train-gat")
 @click.argument("datasets", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, type=click.Path(), help="model folder to write")
@@ -288,7 +301,6 @@ def train_gat_cmd(
     from dataclasses import asdict
 
     from hopgraph.config import make_options
-    from hopgraph.corpus import load_dataset
     from hopgraph.eval.pools import pool_indexes
     from hopgraph.models.gat import save_ranker
     from hopgraph.retrieve.base import method_parts
@@ -305,12 +317,7 @@ def train_gat_cmd(
     parts = tuple(dict.fromkeys([*method_parts("grapher_gcs", asdict(params)), "dense"]))
     options = split_part_options(parse_assignments(index_sets))
     examples, sources = [], []
-    for spec in datasets:
-        name, _, split = spec.partition(":")
-        path = _resolve_dataset(name, data_dir)
-        ds = load_dataset(path, split=split or "test")
-        if max_questions:
-            ds.questions = ds.questions[:max_questions]
+    for split, path, ds in _training_sets(datasets, data_dir, max_questions):
         pooled = pool_by and all(pool_by in p.metadata for p in ds.corpus)
         if pooled:
             pairs = list(pool_indexes(ds, pool_by, parts, options, not quiet))
@@ -323,7 +330,7 @@ def train_gat_cmd(
             examples += ex
             got, skipped = got + len(ex), skipped + sk
         sources.append(
-            {"dataset": ds.name, "split": split or "test", "graphs": got, "skipped": skipped}
+            {"dataset": ds.name, "split": split, "graphs": got, "skipped": skipped}
         )
         click.echo(f"{ds.name}: {got} graphs ({skipped} without gold among candidates)", err=True)
     result = train_gat(examples, config, progress=not quiet)
@@ -372,7 +379,6 @@ def train_reranker_cmd(
     """Fine-tune a cross-encoder reranker on DATASETS (each NAME_OR_PATH[:SPLIT], e.g.
     hotpotqa_train musique_train scifact:train; training questions only, never those you
     evaluate on). Writes a Hugging Face model folder with checkpoints/ of every epoch."""
-    from hopgraph.corpus import load_dataset
     from hopgraph.models.embedder import DEFAULT_EMBEDDER
     from hopgraph.retrieve.base import method_parts
     from hopgraph.training.reranker import (
@@ -396,16 +402,11 @@ def train_reranker_cmd(
         raise click.UsageError(f"{out} exists; pass --overwrite to replace it")
     parts = tuple(dict.fromkeys([*method_parts(base), *(["dense"] if distill else [])]))
     examples, sources = [], []
-    for spec in datasets:
-        name, _, split = spec.partition(":")
-        path = _resolve_dataset(name, data_dir)
-        ds = load_dataset(path, split=split or "test")
-        if max_questions:
-            ds.questions = ds.questions[:max_questions]
+    for split, path, ds in _training_sets(datasets, data_dir, max_questions):
         ix = open_cached_index(ds, path, parts, [], index_dir, not quiet)
         ex = rerank_examples(ix, ds, config, progress=not quiet)
         examples += ex
-        sources.append({"dataset": ds.name, "split": split or "test", "questions": len(ex)})
+        sources.append({"dataset": ds.name, "split": split, "questions": len(ex)})
         click.echo(f"{ds.name}: {len(ex)} questions with gold passages", err=True)
     ckpt = out.parent / f"{out.name}.checkpoints"
     result = train_reranker(examples, config, checkpoints=ckpt, progress=not quiet)
