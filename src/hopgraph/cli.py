@@ -329,9 +329,7 @@ def train_gat_cmd(
             ex, sk = graph_examples(ix, sub, params, progress=not quiet and not pooled)
             examples += ex
             got, skipped = got + len(ex), skipped + sk
-        sources.append(
-            {"dataset": ds.name, "split": split, "graphs": got, "skipped": skipped}
-        )
+        sources.append({"dataset": ds.name, "split": split, "graphs": got, "skipped": skipped})
         click.echo(f"{ds.name}: {got} graphs ({skipped} without gold among candidates)", err=True)
     result = train_gat(examples, config, progress=not quiet)
     card = model_card(result, config, params, sources)
