@@ -321,3 +321,12 @@ def test_train_reranker_cli(tmp_path):
     assert again.exit_code != 0 and "--overwrite" in again.output
     bad = CliRunner().invoke(cli, [*args[:-1], "--epochs", "0", "--overwrite"])
     assert bad.exit_code != 0 and "epochs must be >= 1" in str(bad.exception)
+
+
+def test_cross_encoder_rankings_explain_themselves(fi_index, demo_dataset, reranker):
+    r = get_retriever(fi_index, "gar", model=reranker, b_max=12, batch=4).search(
+        demo_dataset.questions[0].text, 20
+    )
+    ex = r.explanations
+    assert len(ex) == 20 and sum(e["scored"] for e in ex) == 12
+    assert all(e["scored"] for e in ex[:12]) and not any(e["scored"] for e in ex[12:])

@@ -96,18 +96,21 @@ class _CrossEncoderRetriever(Retriever):
         floor = float(scores.min()) if len(scores) else 0.0
         all_rows = np.concatenate([rows, np.asarray(rest, np.int64)])[:k]
         all_scores = np.concatenate([scores, floor - 1.0 - np.arange(len(rest))])[:k]
-        base_rank = {pos(i): j for j, i in enumerate(base.ids, start=1)}
-        explain = [
-            {"score": float(s), "base_rank": base_rank.get(int(r)), "scored": int(r) in seen}
-            for r, s in zip(all_rows.tolist(), all_scores.tolist(), strict=True)
-        ]
+
+        def explain() -> list[dict[str, Any]]:  # only when asked: not on the query path
+            base_rank = {pos(i): j for j, i in enumerate(base.ids, start=1)}
+            return [
+                {"score": float(s), "base_rank": base_rank.get(int(r)), "scored": int(r) in seen}
+                for r, s in zip(all_rows.tolist(), all_scores.tolist(), strict=True)
+            ]
+
         info = {
             "pairs": len(pairs),
             "encode_ms": pairs.encode_seconds * 1e3,
             "total_ms": (time.perf_counter() - t0) * 1e3,
             **(info or {}),
         }
-        return self._ranking(query, all_rows, all_scores, lambda: explain, info)
+        return self._ranking(query, all_rows, all_scores, explain, info)
 
 
 @register_method
