@@ -84,4 +84,13 @@ def available_parts() -> list[str]:
 
 def _load_builtin_parts() -> None:
     # Importing the modules registers their parts.
-    from hopgraph.index import corpus_graph, dense, entities, links, sparse  # noqa: F401
+    from hopgraph.index import (  # noqa: F401
+        corpus_graph,
+        dense,
+        entities,
+        links,
+        partial_triples,
+        same_as,
+        sparse,
+        triples,
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -57,6 +58,15 @@ def cpu_has_bf16() -> bool:
     except OSError:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+@dataclass(frozen=True)
+class TokenVectors:
+    """The output of :meth:`Embedder.encode_tokens`."""
+
+    sentence: np.ndarray  # (dim,) unit vector
+    tokens: np.ndarray  # (n_tokens, hidden) token embeddings, special tokens removed
+    spans: np.ndarray  # (n_tokens, 2) character start and end of each token in the text
 
 
 class Embedder:
@@ -152,6 +162,44 @@ class Embedder:
             normalize_embeddings=True,
         )
         return np.asarray(emb, dtype=np.float32)
+
+    def encode_tokens(self, texts: list[str]) -> list[TokenVectors]:
+        """One encoder pass over ``texts`` giving each its unit sentence vector and its token
+        embeddings (before pooling), with each token's character span; special tokens dropped.
+        GRIEVER's entity matcher pools n-grams of these (§4.3)."""
+        if not texts:
+            return []
+        if self._onnx is not None:
+            with self._lock:
+                raw = self._onnx.encode_tokens(texts)
+        else:
+            raw = [self._torch_tokens(t) for t in texts]
+        out = []
+        for vec, tokens, offsets, word_ids in raw:
+            keep = [i for i, w in enumerate(word_ids) if w is not None]
+            out.append(
+                TokenVectors(
+                    np.asarray(vec, np.float32),
+                    np.ascontiguousarray(tokens[keep], np.float32),
+                    np.asarray([offsets[i] for i in keep], np.int64).reshape(-1, 2),
+                )
+            )
+        return out
+
+    def _torch_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray, list, list]:
+        import torch
+
+        with self._lock, torch.inference_mode():
+            out = self._model.encode([text], output_value=None, convert_to_numpy=True)[0]
+        vec = out["sentence_embedding"].float().numpy()
+        vec = vec / max(float(np.linalg.norm(vec)), 1e-12)
+        enc = self._model.tokenizer(
+            text,
+            return_offsets_mapping=True,
+            truncation=True,
+            max_length=self._model.max_seq_length,
+        )
+        return vec, out["token_embeddings"].float().numpy(), enc["offset_mapping"], enc.word_ids()
 
     def encode_query(self, text: str) -> np.ndarray:
         """(dim,) vector for one query."""

@@ -28,8 +28,9 @@ import numpy as np
 
 from hopgraph.errors import ConfigError
 
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2  # 2: the token embeddings are a second output (GRIEVER's n-gram matcher)
 OUTPUT = "sentence_embedding"
+TOKENS = "token_embeddings"
 # Tokenizer output fields that the exported graph may take, by ONNX input name.
 _INPUT_FIELDS = {
     "input_ids": "ids",
@@ -133,7 +134,8 @@ def _pipeline_module(st: Any, names: list[str], extras: dict[str, Any]) -> Any:
         def forward(self, *tensors: Any) -> Any:
             features = dict(zip(names, tensors, strict=True))
             features.update(extras)
-            return self.st(features)[OUTPUT]
+            out = self.st(features)
+            return out[OUTPUT], out[TOKENS]
 
     return Pipeline().eval()
 
@@ -213,6 +215,7 @@ def _torch_export(module: Any, args: tuple[Any, ...], names: list[str], dest: Pa
 
     axes = {n: {0: "batch", 1: "sequence"} for n in names}
     axes[OUTPUT] = {0: "batch"}
+    axes[TOKENS] = {0: "batch", 1: "sequence"}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -221,7 +224,7 @@ def _torch_export(module: Any, args: tuple[Any, ...], names: list[str], dest: Pa
                 args,
                 str(dest),
                 input_names=names,
-                output_names=[OUTPUT],
+                output_names=[OUTPUT, TOKENS],
                 dynamic_axes=axes,
                 opset_version=17,
                 dynamo=False,
@@ -240,7 +243,7 @@ def _torch_export(module: Any, args: tuple[Any, ...], names: list[str], dest: Pa
                     args,
                     str(dest),
                     input_names=names,
-                    output_names=[OUTPUT],
+                    output_names=[OUTPUT, TOKENS],
                     # one entry: forward(*tensors) takes its inputs as a single varargs tuple
                     dynamic_shapes=(tuple({0: dyn["batch"], 1: dyn["sequence"]} for _ in names),),
                     dynamo=True,
@@ -320,13 +323,39 @@ class OnnxEncoder:
         )
         self.tokenizer = tok
 
-    def _run(self, texts: list[str]) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(texts)
-        feeds = {
+    def _feeds(self, encodings: list[Any]) -> dict[str, np.ndarray]:
+        return {
             name: np.array([getattr(e, _INPUT_FIELDS[name]) for e in encodings], dtype=np.int64)
             for name in self.inputs
         }
-        return self.session.run(None, feeds)[0]
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        feeds = self._feeds(self.tokenizer.encode_batch(texts))
+        return self.session.run([OUTPUT], feeds)[0]
+
+    def encode_tokens(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray, Any, Any]]:
+        """Per text (one batch): its unit sentence vector, its token embeddings (tokens ×
+        hidden, before pooling, padding removed), each token's character offsets and word index
+        (None: special token)."""
+        if TOKENS not in {o.name for o in self.session.get_outputs()}:
+            raise ConfigError(
+                f"the ONNX export in {self.folder} has no token embeddings; delete it to re-export"
+            )
+        encodings = self.tokenizer.encode_batch(texts)
+        sent, tokens = self.session.run([OUTPUT, TOKENS], self._feeds(encodings))
+        out = []
+        for i, enc in enumerate(encodings):
+            n = int(sum(enc.attention_mask))
+            vec = sent[i] / max(float(np.linalg.norm(sent[i])), 1e-12)
+            out.append(
+                (
+                    vec.astype(np.float32),
+                    tokens[i, :n].astype(np.float32),
+                    enc.offsets[:n],
+                    enc.word_ids[:n],
+                )
+            )
+        return out
 
     def encode(self, texts: list[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
         """(len(texts), dim) float32, unit rows. Batches are formed longest first (as

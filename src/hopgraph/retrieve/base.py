@@ -103,7 +103,15 @@ def register_method(cls: type[Retriever]) -> type[Retriever]:
 
 
 def _load_builtin_methods() -> None:
-    from hopgraph.retrieve import dense, fastinsight, fusion, graph, grapher, sparse  # noqa: F401
+    from hopgraph.retrieve import (  # noqa: F401
+        dense,
+        fastinsight,
+        fusion,
+        graph,
+        grapher,
+        griever,
+        sparse,
+    )
 
 
 def method_class(name: str) -> type[Retriever]:

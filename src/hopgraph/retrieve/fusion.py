@@ -11,6 +11,7 @@ from hopgraph.config import option, positive
 from hopgraph.errors import ConfigError
 from hopgraph.retrieve.base import Retriever, register_method
 from hopgraph.retrieve.operators import (
+    composed_search,
     lexical_search,
     max_normalize,
     rank_of,
@@ -127,10 +128,14 @@ class ComposedRetriever(Retriever):
 
     def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
         p: ComposedParams = self.params
-        cand, _ = lexical_search(self.index.part("sparse"), query, max(k * p.c, p.min_candidates))
-        sims = self.index.part("dense").scores_for(qvec, cand)
-        order = top_k(sims, k)
-        rows, scores = cand[order], sims[order]
+        rows, scores, order, n_cand = composed_search(
+            self.index.part("sparse"),
+            self.index.part("dense"),
+            query,
+            qvec,
+            max(k * p.c, p.min_candidates),
+            k,
+        )
         return self._ranking(
             query,
             rows,
@@ -139,5 +144,5 @@ class ComposedRetriever(Retriever):
                 {"cosine": float(s), "bm25_rank": int(o) + 1}
                 for s, o in zip(scores.tolist(), order.tolist(), strict=True)
             ],
-            info={"candidates": int(cand.size)},
+            info={"candidates": n_cand},
         )

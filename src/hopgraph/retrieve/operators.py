@@ -38,6 +38,43 @@ def vector_search(
     return rows, scores[rows]
 
 
+def composed_search(
+    sparse: SparsePart, dense: DensePart, query: str, qvec: np.ndarray, candidates: int, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """GRIEVER's composed retrieval (§4.2.2): BM25 picks ``candidates`` passages, their cosine
+    with ``qvec`` ranks them. Returns the top-``k`` rows, their cosines and BM25 positions
+    (0-based), and how many BM25 candidates there were."""
+    cand, _ = lexical_search(sparse, query, candidates)
+    sims = dense.scores_for(qvec, cand)
+    order = top_k(sims, k)
+    return cand[order], sims[order], order, int(cand.size)
+
+
+def filtered_rrf(
+    sparse: SparsePart,
+    dense: DensePart,
+    query: str,
+    qvec: np.ndarray,
+    rows: np.ndarray,
+    k: int,
+    k_rrf: float = 60.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """RRF of BM25 and cosine restricted to the passages ``rows`` (a filter, as in GRIEVER's
+    later iterations): the top-``k`` rows, their RRF scores and cosines."""
+    if len(rows) == 0:
+        empty = np.zeros(0, np.int64)
+        return empty, np.zeros(0), np.zeros(0, np.float32)
+    rows = np.asarray(rows, np.int64)
+    bm25 = sparse.scores(query)[rows]
+    cos = dense.scores_for(qvec, rows)
+    by_bm25 = rows[top_k(bm25, len(rows), positive_only=True)]
+    by_cos = rows[top_k(cos, len(rows))]
+    fused, scores = reciprocal_rank_fusion([by_bm25, by_cos], k_rrf)
+    fused, scores = fused[:k], scores[:k]
+    pos = {int(r): i for i, r in enumerate(rows.tolist())}
+    return fused, scores, cos[[pos[int(r)] for r in fused.tolist()]]
+
+
 def reciprocal_rank_fusion(lists: Sequence[np.ndarray], k_rrf: float = 60.0) -> RowsScores:
     """RRF (Cormack et al. 2009): score(d) = Σ_lists 1 / (k_rrf + rank_list(d)), ranks from 1."""
     fused: dict[int, float] = {}

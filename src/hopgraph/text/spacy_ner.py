@@ -54,20 +54,22 @@ _INSTALL_HINT = (
 )
 
 
-def _import_spacy() -> Any:
+def _import_spacy(purpose: str = "the spacy NER") -> Any:
     try:
         import spacy
     except ImportError as err:
         raise ConfigError(
-            f"the spacy NER needs spaCy, which is not installed; {_INSTALL_HINT}"
+            f"{purpose} needs spaCy, which is not installed; {_INSTALL_HINT}"
         ) from err
     return spacy
 
 
-def _load(spacy: Any, model: str) -> tuple[Any, str]:
-    """Load ``model`` without the components NER does not need; return it and the name loaded."""
+def _load(spacy: Any, model: str, exclude: Sequence[str] = _NOT_NEEDED) -> tuple[Any, str]:
+    """Load ``model`` without the components in ``exclude`` (by default those NER does not need);
+    return it and the name loaded. ``en_core_web_sm`` falls back to :data:`DEFAULT_MODEL_ALIAS`."""
+    exclude = list(exclude)
     try:
-        return spacy.load(model, exclude=list(_NOT_NEEDED)), model
+        return spacy.load(model, exclude=exclude), model
     except OSError as err:
         missing = not spacy.util.is_package(model)
         if not (model == DEFAULT_MODEL and missing):
@@ -77,7 +79,7 @@ def _load(spacy: Any, model: str) -> tuple[Any, str]:
     except Exception as err:  # incompatible version, corrupt package, ...
         raise ConfigError(f"cannot load spaCy model {model!r} ({err}); {_INSTALL_HINT}") from err
     try:
-        return spacy.load(DEFAULT_MODEL_ALIAS, exclude=list(_NOT_NEEDED)), DEFAULT_MODEL_ALIAS
+        return spacy.load(DEFAULT_MODEL_ALIAS, exclude=exclude), DEFAULT_MODEL_ALIAS
     except Exception as err:
         raise ConfigError(
             f"spaCy model {model!r} is not installed (nor {DEFAULT_MODEL_ALIAS!r}, the same model"

@@ -1,0 +1,157 @@
+"""The ``partial_triples`` part: GRIEVER's partial-triples index (§4.2.4, §A.1), built from the
+``triples`` part.
+
+A triple (s, p, o) gives two partial triples: (s, p) with complement o, and the inverse (p, o)
+with complement s. Each distinct partial (entity, predicate, inverse) is a document whose
+content is ``"s p"`` or ``"p o"``, searchable by BM25 and by its embedding; its passage ids and
+complements are those of the triples it came from (derived, not stored twice), and ``freq`` is
+the number of triples sharing it (the inverse partial-triple frequency of equation (1)).
+
+The part also embeds the entity and predicate vocabularies once, for the n-gram entity matcher
+(§4.3), so no triple is encoded at query time. ``full_triples=true`` also indexes whole triples
+``"s p o"`` (the paper's *full_triples* ablation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hopgraph.config import option, positive
+from hopgraph.corpus import Corpus, Passage
+from hopgraph.errors import ConfigError
+from hopgraph.index.part import IndexPart, register_part
+from hopgraph.index.sparse import SparseOptions, SparsePart
+from hopgraph.index.triples import TriplesPart
+from hopgraph.models.embedder import BACKENDS, DEFAULT_BACKEND, DEFAULT_EMBEDDER, load_embedder
+
+
+@dataclass(frozen=True)
+class StringEncoderOptions:
+    """How short strings (entities, predicates, partial triples, aliases) are embedded."""
+
+    model: str = option(DEFAULT_EMBEDDER, "sentence-transformers model: name or local folder")
+    backend: str = option(DEFAULT_BACKEND, "encoder runtime: onnx or torch", BACKENDS)
+    max_seq_length: int = option(64, "encoder truncation length in tokens")
+    batch_size: int = option(256, "strings per encoder batch")
+
+    def validate(self) -> None:
+        positive("max_seq_length", self.max_seq_length)
+        positive("batch_size", self.batch_size)
+
+    def encode(self, texts: list[str], progress: bool) -> np.ndarray:
+        emb = load_embedder(self.model, max_seq_length=self.max_seq_length, backend=self.backend)
+        return emb.encode(texts, batch_size=self.batch_size, progress=progress)
+
+
+@dataclass(frozen=True)
+class PartialTripleOptions(StringEncoderOptions):
+    full_triples: bool = option(False, "also index whole triples (the full_triples ablation)")
+
+
+def _text_index(texts: list[str], progress: bool) -> SparsePart:
+    corpus = Corpus(Passage(str(i), "", t) for i, t in enumerate(texts))
+    return SparsePart.build(corpus, SparseOptions(), progress=progress)
+
+
+@register_part
+class PartialTriplesPart(IndexPart):
+    name = "partial_triples"
+    Options = PartialTripleOptions
+    requires = ("triples",)
+
+    def __init__(
+        self,
+        options: PartialTripleOptions,
+        arrays: dict[str, np.ndarray],
+        bm25: SparsePart,
+        full_bm25: SparsePart | None,
+    ):
+        super().__init__(options)
+        self.key = arrays["key"]  # (n, 3): entity, predicate, inverse (0/1)
+        self.of_triple = arrays["of_triple"]  # (n_triples, 2): forward and inverse partial ids
+        self.freq = arrays["freq"]  # triples sharing each partial
+        self.vectors = arrays["vectors"]  # unit embedding of each partial's content
+        self.entity_vectors = arrays["entity_vectors"]
+        self.predicate_vectors = arrays["predicate_vectors"]
+        self.full_vectors = arrays.get("full_vectors")
+        self.bm25 = bm25
+        self.full_bm25 = full_bm25
+
+    @classmethod
+    def build(cls, corpus: Corpus, options: Any, *, progress: bool = True) -> PartialTriplesPart:
+        raise ConfigError("partial_triples is built from the triples part: use Index.add_parts")
+
+    @classmethod
+    def build_from(
+        cls,
+        corpus: Corpus,
+        options: PartialTripleOptions,
+        parts: dict[str, IndexPart],
+        *,
+        progress: bool = True,
+    ) -> PartialTriplesPart:
+        tp: TriplesPart = parts["triples"]  # type: ignore[assignment]
+        t = np.asarray(tp.triples)
+        if t.shape[0] == 0:
+            raise ConfigError("the triples part holds no triples: nothing to index")
+        fwd = np.stack([t[:, 0], t[:, 1], np.zeros(len(t), np.int32)], axis=1)
+        inv = np.stack([t[:, 2], t[:, 1], np.ones(len(t), np.int32)], axis=1)
+        key, inverse = np.unique(np.concatenate([fwd, inv]), axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        of_triple = np.stack([inverse[: len(t)], inverse[len(t) :]], axis=1).astype(np.int32)
+        freq = np.bincount(inverse, minlength=len(key)).astype(np.int32)
+        ents, preds = tp.entities, tp.predicates
+        texts = [
+            f"{preds[p]} {ents[e]}" if inv_ else f"{ents[e]} {preds[p]}"
+            for e, p, inv_ in key.tolist()
+        ]
+        arrays = {
+            "key": key.astype(np.int32),
+            "of_triple": of_triple,
+            "freq": freq,
+            "vectors": options.encode(texts, progress),
+            "entity_vectors": options.encode(list(ents), progress),
+            "predicate_vectors": options.encode(list(preds), progress),
+        }
+        full_bm25 = None
+        if options.full_triples:
+            full = [f"{ents[s]} {preds[p]} {ents[o]}" for s, p, o, _ in t.tolist()]
+            arrays["full_vectors"] = options.encode(full, progress)
+            full_bm25 = _text_index(full, progress)
+        return cls(options, arrays, _text_index(texts, progress), full_bm25)
+
+    _ARRAYS = ("key", "of_triple", "freq", "vectors", "entity_vectors", "predicate_vectors")
+
+    def save(self, folder: Path) -> None:
+        for name in self._ARRAYS:
+            np.save(folder / f"{name}.npy", np.ascontiguousarray(getattr(self, name)))
+        (folder / "bm25").mkdir()
+        self.bm25.save(folder / "bm25")
+        if self.full_vectors is not None and self.full_bm25 is not None:
+            np.save(folder / "full_vectors.npy", np.ascontiguousarray(self.full_vectors))
+            (folder / "full_bm25").mkdir()
+            self.full_bm25.save(folder / "full_bm25")
+
+    @classmethod
+    def load(
+        cls, folder: Path, options: PartialTripleOptions, *, mmap: bool = True
+    ) -> PartialTriplesPart:
+        mode = "r" if mmap else None
+        arrays = {n: np.load(folder / f"{n}.npy", mmap_mode=mode) for n in cls._ARRAYS}
+        bm25 = SparsePart.load(folder / "bm25", SparseOptions(), mmap=mmap)
+        full_bm25 = None
+        if options.full_triples:
+            arrays["full_vectors"] = np.load(folder / "full_vectors.npy", mmap_mode=mode)
+            full_bm25 = SparsePart.load(folder / "full_bm25", SparseOptions(), mmap=mmap)
+        return cls(options, arrays, bm25, full_bm25)
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "partial_triples": int(self.key.shape[0]),
+            "dim": int(self.vectors.shape[1]),
+            "full_triples": self.full_vectors is not None,
+        }
