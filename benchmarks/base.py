@@ -37,6 +37,14 @@ METHODS = [
 INDEX_OPTIONS = {"dense": {"hnsw": True}}
 
 
+def rows_table(title: str, cols: list[str], rows: list[dict]) -> str:
+    """A Markdown table of ``rows`` (dicts) under a ``###`` title; missing cells stay empty."""
+    out = [f"\n### {title}\n", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        out.append("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
+    return "\n".join(out)
+
+
 def open_index(path: Path, ds, parts=("sparse", "dense"), options=None) -> Index:
     """The cached index of this corpus with ``parts`` built with ``options`` (default: HNSW on)."""
     options = INDEX_OPTIONS if options is None else options

@@ -23,7 +23,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from base import open_index
+from base import open_index, rows_table
 
 from hopgraph.corpus import load_dataset
 from hopgraph.eval import MethodResult, MethodSpec, evaluate
@@ -59,10 +59,7 @@ def row(r: MethodResult) -> dict:
 
 def table(title: str, rows: list[dict]) -> str:
     cols = ["method", "n", "R@10", "nDCG@10", "TR@10", "MissTR@10", "p50_ms", "latency_p50_ms"]
-    out = [f"\n### {title}\n", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rows:
-        out.append("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
-    return "\n".join(out)
+    return rows_table(title, cols, rows)
 
 
 def main() -> None:

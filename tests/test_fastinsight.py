@@ -194,6 +194,19 @@ def test_corpus_graph_part_builds_its_inputs_and_round_trips(small_corpus, tmp_p
     assert back.degree.tolist() == [3, 2, 1, 2]
 
 
+def test_a_part_built_from_a_rebuilt_part_is_rebuilt_too(small_corpus):
+    ix = Index.build(small_corpus, ["corpus_graph"], {"corpus_graph": {"knn": 0}}, progress=False)
+    before = ix.part("corpus_graph").adjacency.nnz
+    # links without title mentions: the graph keeps only a->c, and its own options (knn 0)
+    built = ix.add_parts(
+        ["links"], {"links": {"title_mentions": False}}, progress=False, rebuild_changed=True
+    )
+    assert built == ["links", "corpus_graph"]
+    g = ix.part("corpus_graph")
+    assert g.options.knn == 0 and g.adjacency.nnz == 2 < before
+    assert ix.add_parts(["links"], {"links": {"title_mentions": False}}, progress=False) == []
+
+
 def test_corpus_graph_options_are_checked(small_corpus, tmp_path):
     with pytest.raises(ConfigError, match="at least one edge source"):
         Index.build(small_corpus, ["corpus_graph"], {"corpus_graph": {"knn": 0, "links": False}})

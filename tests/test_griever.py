@@ -237,7 +237,13 @@ def test_griever_ablations_run_and_full_triples_need_the_option(walk_index, tmp_
         r = get_retriever(walk_index, "griever", step_k=2, **params).search(q, k=4)
         assert 1 <= len(r.ids) <= 4
     one = get_retriever(walk_index, "griever", step_k=2, iterations=1).search(q, k=4)
-    assert len(one.info["queries"]) == 1 and len(one.ids) == 2
+    assert len(one.info["queries"]) == 1 and one.info["passages_considered"] == 2
+    # past the walk's passages, the question's composed ranking fills the k asked for
+    composed = get_retriever(walk_index, "composed").search(q, k=4).ids
+    assert len(one.ids) == 4 and set(one.ids[:2]) == set(composed[:2])
+    assert one.ids[2:] == composed[2:]
+    assert all("after_walk" in e for e in one.explanations[2:])
+    assert one.scores[2] < one.scores[1]
     small = Index(walk_index.corpus, dict(walk_index.parts))
     small.parts["partial_triples"] = type(walk_index.part("partial_triples")).build_from(
         walk_index.corpus,
@@ -278,3 +284,48 @@ def test_token_vectors_pool_to_the_sentence_vector():
         mean = tv.tokens.mean(axis=0)
         assert float(mean @ tv.sentence / np.linalg.norm(mean)) > 0.95  # mean pooling
         assert text[tv.spans[0, 0] : tv.spans[0, 1]].lower() in ("who", "a")
+
+
+def test_same_as_expansion_keeps_the_sense_of_the_retrieved_passages(tmp_path):
+    from hopgraph.index.same_as import SameAsOptions, SameAsPart
+    from hopgraph.index.triples import TripleOptions, TriplesPart
+
+    corpus = Corpus(
+        [
+            Passage("fruit", "Orange (fruit)", "An orange is the fruit of the citrus species."),
+            Passage(
+                "telecom",
+                "Orange (telecommunications)",
+                "Orange is a French telecommunications company, formerly the National "
+                "Telecommunications Agency (NTA).",
+            ),
+        ]
+    )
+    tp = TriplesPart.from_triples(
+        TripleOptions(),
+        [
+            [("Orange", "is", "fruit")],
+            [
+                ("Orange", "is", "telecommunications company"),
+                ("Orange", "formerly", "National Telecommunications Agency"),
+            ],
+        ],
+    )
+    sa = SameAsPart.build_from(corpus, SameAsOptions(), {"triples": tp}, progress=False)
+    assert sa.stats() == {"aliases": 5, "groups": 3}
+
+    def names(expanded):
+        return {k: sorted(sa.aliases[a] for a in v) for k, v in expanded.items()}
+
+    assert names(sa.expand(["Orange"], [0])) == {"Orange": ["Orange (fruit)"]}
+    assert names(sa.expand(["orange"], [1])) == {"orange": ["Orange (telecommunications)"]}
+    assert names(sa.expand(["Orange"], None)) == {
+        "Orange": ["Orange (fruit)", "Orange (telecommunications)"]
+    }
+    nta = {"NTA": ["National Telecommunications Agency"]}
+    assert names(sa.expand(["NTA", "Paris"], [1])) == nta
+    assert sa.expand(["NTA"], [0]) == {}
+    sa.save(tmp_path)
+    back = SameAsPart.load(tmp_path, SameAsOptions())
+    assert back.group(0) == sa.group(0) and back.aliases == sa.aliases
+    np.testing.assert_array_equal(back.vectors, sa.vectors)

@@ -8,13 +8,15 @@ from pathlib import Path
 
 from hopgraph.corpus import load_dataset
 from hopgraph.data import demo_dataset_path
-from hopgraph.eval import evaluate
+from hopgraph.eval import MethodSpec, evaluate
 from hopgraph.eval.report import markdown_table
 from hopgraph.index import Index
 from hopgraph.retrieve import get_retriever
 
 BASE_METHODS = ["bm25", "bm25_rm3", "dense", "rrf", "hybrid", "composed"]
 GRAPH_METHODS = ["graph", "graph_hybrid", "graph_dense", "graph_rrf", "grapher_gcs", "grapher_ppr"]
+# GRIEVER retrieves k passages per iteration: 10 each, not the evaluation's depth of 100
+GRIEVER = MethodSpec("griever", {"step_k": 10}, label="griever")
 
 
 def run_demo(
@@ -24,7 +26,7 @@ def run_demo(
     echo(f"Demo corpus: {len(ds.corpus)} passages, {len(ds.questions)} two-hop questions\n")
     with tempfile.TemporaryDirectory(prefix="hopgraph-demo-") as tmp:
         folder = (workdir or Path(tmp)) / "demo-index"
-        parts = ["sparse", "dense", "entities", "links"]
+        parts = ["sparse", "dense", "entities", "links", "triples", "partial_triples", "same_as"]
         options = {"entities": {"title_aliases": True}}  # SPRIG-EL
         Index.build(ds.corpus, parts, options, progress=False).save(folder)
         index = Index.load(folder)
@@ -44,7 +46,8 @@ def run_demo(
             echo("")
         echo(f"Evaluation on all {len(ds.questions)} questions (graph_* = SPRIG, PPR over the")
         echo("entity-passage graph; grapher_* = GraphER, hybrid's top 200 reranked over links and")
-        echo("title mentions; compared with bm25 by paired bootstrap):\n")
-        results = evaluate(index, ds, BASE_METHODS + GRAPH_METHODS, progress=False)
+        echo("title mentions; griever = GRIEVER, two hops over spaCy triples; compared with bm25")
+        echo("by paired bootstrap):\n")
+        results = evaluate(index, ds, [*BASE_METHODS, *GRAPH_METHODS, GRIEVER], progress=False)
         echo(markdown_table(results))
         echo("\n(* = gold passage.)")

@@ -80,7 +80,8 @@ class Index:
         """Build the named parts this index does not have yet; returns the names built.
 
         A part that exists with other options than those given for it raises ConfigError, or is
-        rebuilt when ``rebuild_changed``. A part given no options is kept as it is.
+        rebuilt when ``rebuild_changed``. A part given no options is kept as it is, unless a part
+        it is built from is (re)built by this call: then it is rebuilt with its own options.
         """
         options = options or {}
         names = list(dict.fromkeys(names))
@@ -91,12 +92,18 @@ class Index:
             )
         if len(self.corpus) == 0:
             raise HopgraphError("cannot index an empty corpus")
-        built = []
-        for name in _dependency_order(names, options):
+        # Parts already here are visited too: one built from a part rebuilt now is stale and is
+        # rebuilt with its own options (the corpus graph after a new dense model, ...).
+        current = {n: asdict(p.options) for n, p in self.parts.items()}
+        known = {**current, **options}
+        built: list[str] = []
+        for name in _dependency_order(names + [n for n in self.parts if n not in names], known):
             cls = part_class(name)
-            opts = make_options(cls.Options, options.get(name), what=f"part {name!r}")
             have = self.parts.get(name)
-            if have is not None:
+            given = options.get(name) if name in options or have is None else current[name]
+            opts = make_options(cls.Options, given, what=f"part {name!r}")
+            stale = bool(set(cls.requires_for(opts)) & set(built))
+            if have is not None and not stale:
                 if name not in options or have.options == opts:
                     continue
                 if not rebuild_changed:

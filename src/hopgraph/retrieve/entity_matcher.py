@@ -22,6 +22,7 @@ _FUNCTION_WORDS = frozenset(
     "a an the of in on at to for by with from and or is was were are be been did does do who "
     "whom whose which that what where when why how it its his her their this these those as".split()
 )
+_ARTICLES = frozenset({"a", "an", "the"})
 
 
 class NGramMatcher:
@@ -46,8 +47,11 @@ class NGramMatcher:
             for j in range(i, min(i + max_n, len(words))):
                 if all(w in _FUNCTION_WORDS for w in lower[i : j + 1]):
                     continue
-                if lower[j] in _FUNCTION_WORDS and j > i:
-                    continue  # "Paris in" adds nothing to "Paris"
+                if j > i and (
+                    lower[j] in _FUNCTION_WORDS
+                    or (lower[i] in _FUNCTION_WORDS and lower[i] not in _ARTICLES)
+                ):
+                    continue  # "Paris in", "of Paris" add nothing to "Paris"; "The Hague" stays
                 sel = (tok_word >= i) & (tok_word <= j)
                 if not np.any(sel):
                     continue

@@ -58,7 +58,12 @@ from hopgraph.text.clauses import split_relative_clauses
 @dataclass(frozen=True)
 class GrieverParams:
     iterations: int = option(2, "retrieval iterations n_i (1: no second hop)")
-    step_k: int = option(0, "passages retrieved per iteration (0: the k asked for)")
+    step_k: int = option(
+        0, "passages retrieved per iteration (0: the k asked for, at most max_step)"
+    )
+    max_step: int = option(
+        20, "step_k=0: at most this many per iteration; a longer ranking ends with composed's"
+    )
     first: str = option(
         "composed", "first-iteration retriever (rrf: the paper's ablation)", ("composed", "rrf")
     )
@@ -166,29 +171,35 @@ class GrieverRetriever(Retriever):
             vecs = list(self.dense.encode_queries(texts))
         return [_Query(t, v, tv) for t, v, tv in zip(texts, vecs, tvs, strict=True)]
 
-    def _first_passages(self, queries: list[_Query], n: int) -> tuple[np.ndarray, np.ndarray]:
+    def _first_passages(
+        self, queries: list[_Query], n: int, k: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Iteration 1: each (sub-)query by composed (or RRF) retrieval; a passage keeps its
-        best cosine; the best ``n`` are kept."""
+        best cosine; the best ``n`` are kept. Also the question's own top ``max(n, k)``."""
         p: GrieverParams = self.params
         best: dict[int, float] = {}
-        for q in queries:
+        tail = np.zeros(0, np.int64)
+        for i, q in enumerate(queries):
+            depth = max(n, k) if i == 0 else n
             if p.first == "composed":
                 rows, cos, _, _ = composed_search(
-                    self.sparse, self.dense, q.text, q.vec, max(n * p.c, p.min_candidates), n
-                )
+                    self.sparse, self.dense, q.text, q.vec, max(depth * p.c, p.min_candidates),
+                    depth,
+                )  # fmt: skip
             else:
-                depth = max(n, 100)
-                b_rows, _ = lexical_search(self.sparse, q.text, depth)
-                d_rows, _ = vector_search(self.dense, q.vec, depth)
-                rows = reciprocal_rank_fusion([b_rows, d_rows], p.k_rrf)[0][:n]
+                b_rows, _ = lexical_search(self.sparse, q.text, max(depth, 100))
+                d_rows, _ = vector_search(self.dense, q.vec, max(depth, 100))
+                rows = reciprocal_rank_fusion([b_rows, d_rows], p.k_rrf)[0][:depth]
                 cos = self.dense.scores_for(q.vec, rows)
+            if i == 0:
+                tail, rows, cos = rows, rows[:n], cos[:n]
             for r, c in zip(rows.tolist(), cos.tolist(), strict=True):
                 if c > best.get(r, -np.inf):
                     best[r] = c
         rows = np.fromiter(best, np.int64, len(best))
         scores = np.fromiter(best.values(), np.float64, len(best))
         keep = top_k(scores, n)
-        return rows[keep], scores[keep]
+        return rows[keep], scores[keep], tail
 
     def _next_passages(
         self, beams: list[tuple[np.ndarray, _Query]], seen: set[int], n: int
@@ -341,10 +352,10 @@ class GrieverRetriever(Retriever):
     # -- Algorithm 1 ----------------------------------------------------------------------
     def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
         p: GrieverParams = self.params
-        n = p.step_k or k
+        n = p.step_k or min(k, p.max_step)
         texts = split_relative_clauses(query) if p.split_clauses else [query]
         queries = self._encode(texts)
-        rows, cos = self._first_passages(queries, n)
+        rows, cos, tail = self._first_passages(queries, n, k)
         hops = [_Hop(queries[:1], rows, cos, np.zeros(len(rows), np.int64))]
         seen = set(rows.tolist())
         self._hop_triples(hops[0])
@@ -370,7 +381,7 @@ class GrieverRetriever(Retriever):
                 paths, hop.scored, self.tp.triples, self._synonym_entities, p.max_paths
             )
             hops.append(hop)
-        return self._rank(query, k, hops, paths, texts, joins)
+        return self._rank(query, k, hops, paths, texts, joins, tail)
 
     def _rank(
         self,
@@ -380,6 +391,7 @@ class GrieverRetriever(Retriever):
         paths: list[Path],
         sub_queries: list[str],
         join_names: list[list[str]],
+        tail: np.ndarray,
     ) -> Ranking:
         p: GrieverParams = self.params
         by_path = passage_scores(paths, self._triple_rows)
@@ -395,6 +407,11 @@ class GrieverRetriever(Retriever):
         )
         order = top_k(final, k)
         rows, scores = rows[order], final[order]
+        if len(rows) < k and len(tail):  # the first query's composed ranking fills the rest
+            more = tail[~np.isin(tail, rows)][: k - len(rows)]
+            low = float(scores.min()) if len(scores) else 0.0
+            rows = np.concatenate([rows, more])
+            scores = np.concatenate([scores, low - 1.0 - np.arange(len(more)) / max(len(more), 1)])
         tp = self.tp
 
         def triple(tid: int) -> list[str]:
@@ -404,6 +421,9 @@ class GrieverRetriever(Retriever):
         def explain() -> list[dict[str, Any]]:
             out = []
             for r, s in zip(rows.tolist(), scores.tolist(), strict=True):
+                if r not in retrieval:
+                    out.append({"score": float(s), "after_walk": "the question's composed rank"})
+                    continue
                 ret, it, text = retrieval[r]
                 e: dict[str, Any] = {
                     "score": float(s),

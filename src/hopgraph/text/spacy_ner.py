@@ -87,7 +87,57 @@ def _load(spacy: Any, model: str, exclude: Sequence[str] = _NOT_NEEDED) -> tuple
         ) from err
 
 
-class SpacyNER:
+class SpacyPipeline:
+    """A spaCy pipeline loaded for one job (named entities, triples), with the batching options
+    its users share. Subclasses name the components they must have (``needs``) and those never
+    loaded (``exclude``)."""
+
+    purpose: str = "spaCy"
+    needs: tuple[str, ...] = ("ner",)
+    exclude: tuple[str, ...] = _NOT_NEEDED
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, n_process: int = 1, batch_size: int = 64):
+        if not isinstance(n_process, int) or n_process < 1:
+            raise ConfigError(f"n_process must be a positive integer, got {n_process!r}")
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+        spacy = _import_spacy(self.purpose)
+        nlp, loaded = _load(spacy, model, exclude=self.exclude)
+        missing = [p for p in self.needs if p not in nlp.pipe_names]
+        if missing:
+            raise ConfigError(
+                f"spaCy model {model!r} has no {' or '.join(map(repr, missing))} component,"
+                f" which {self.purpose} needs (pipes: {nlp.pipe_names})"
+            )
+        self.model = model
+        self.loaded_model = loaded
+        self.model_version = str(nlp.meta.get("version", ""))
+        self.n_process = n_process
+        self.batch_size = batch_size
+        self._nlp = nlp
+
+    @property
+    def pipes(self) -> list[str]:
+        return list(self._nlp.pipe_names)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self.loaded_model!r} {self.model_version},"
+            f" pipes={self.pipes}, n_process={self.n_process}, batch_size={self.batch_size})"
+        )
+
+    def _docs(self, texts: Sequence[str], desc: str, progress: bool) -> Iterable[Any]:
+        """Parsed ``texts`` in order (worker processes only for large inputs)."""
+        n = len(texts)
+        max_length = self._nlp.max_length
+        n_process = self.n_process if n >= MULTIPROCESS_MIN_TEXTS else 1
+        docs = self._nlp.pipe(
+            (t[:max_length] for t in texts), batch_size=self.batch_size, n_process=n_process
+        )
+        return tqdm(docs, desc=desc, total=n, unit="text", disable=not progress)
+
+
+class SpacyNER(SpacyPipeline):
     """Entity mentions from a spaCy pipeline, keeping the labels in ``labels``.
 
     ``n_process`` > 1 runs spaCy's multiprocessing, but only for inputs of at least
@@ -95,6 +145,7 @@ class SpacyNER:
     """
 
     name = "spacy"
+    purpose = "the spacy NER"
 
     def __init__(
         self,
@@ -104,20 +155,11 @@ class SpacyNER:
         batch_size: int = 64,
         labels: Iterable[str] = SPACY_LABELS,
     ):
-        if not isinstance(n_process, int) or n_process < 1:
-            raise ConfigError(f"n_process must be a positive integer, got {n_process!r}")
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
         labels = frozenset(labels)
         if not labels:
             raise ConfigError("labels must name at least one entity label")
-
-        spacy = _import_spacy()
-        nlp, loaded = _load(spacy, model)
-        if "ner" not in nlp.pipe_names:
-            raise ConfigError(
-                f"spaCy model {model!r} has no 'ner' component (pipes: {nlp.pipe_names})"
-            )
+        super().__init__(model, n_process=n_process, batch_size=batch_size)
+        nlp = self._nlp
         for pipe_name in list(nlp.pipe_names):
             pipe = nlp.get_pipe(pipe_name)
             factory = nlp.get_pipe_meta(pipe_name).factory
@@ -131,24 +173,10 @@ class SpacyNER:
         unknown = labels - known
         if not labels & known or (labels != SPACY_LABELS and unknown):
             raise ConfigError(
-                f"spaCy model {loaded!r} does not predict the entity label(s) {sorted(unknown)};"
-                f" it predicts {sorted(known)}"
+                f"spaCy model {self.loaded_model!r} does not predict the entity label(s)"
+                f" {sorted(unknown)}; it predicts {sorted(known)}"
             )
-
-        self.model = model
-        self.loaded_model = loaded
-        self.model_version = str(nlp.meta.get("version", ""))
-        self.n_process = n_process
-        self.batch_size = batch_size
         self.labels = labels
-        self.pipes: list[str] = list(nlp.pipe_names)
-        self._nlp = nlp
-
-    def __repr__(self) -> str:
-        return (
-            f"SpacyNER({self.loaded_model!r} {self.model_version}, pipes={self.pipes},"
-            f" n_process={self.n_process}, batch_size={self.batch_size})"
-        )
 
     def _mentions(self, doc: Any) -> list[str]:
         labels = self.labels
@@ -156,14 +184,7 @@ class SpacyNER:
 
     def extract(self, texts: Sequence[str], *, progress: bool = False) -> list[list[str]]:
         """Per text, the mentions of entities whose label is kept, in order of appearance."""
-        n = len(texts)
-        max_length = self._nlp.max_length
-        n_process = self.n_process if n >= MULTIPROCESS_MIN_TEXTS else 1
-        docs = self._nlp.pipe(
-            (t[:max_length] for t in texts), batch_size=self.batch_size, n_process=n_process
-        )
-        docs = tqdm(docs, desc="spacy NER", total=n, unit="text", disable=not progress)
-        return [self._mentions(doc) for doc in docs]
+        return [self._mentions(doc) for doc in self._docs(texts, "spacy NER", progress)]
 
     def extract_one(self, text: str) -> list[str]:
         """:meth:`extract` for a single text (a query), in-process and without batching."""

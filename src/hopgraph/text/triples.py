@@ -46,11 +46,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from hopgraph.errors import ConfigError
 from hopgraph.text.ner import strip_disambiguator
-from hopgraph.text.spacy_ner import DEFAULT_MODEL, MULTIPROCESS_MIN_TEXTS, _import_spacy, _load
+from hopgraph.text.spacy_ner import SpacyPipeline
 
 Triple = tuple[str, str, str]  # (subject, predicate, object), whitespace-normalised, non-empty
 
@@ -724,7 +722,7 @@ def doc_triples(doc: Any, title: str | None = None) -> list[Triple]:
     return _Passage(doc, passage_topic(title, doc.text)).triples()
 
 
-class SpacyTripleExtractor:
+class SpacyTripleExtractor(SpacyPipeline):
     """Triples from spaCy's dependency parse and NER (no LLM); see the module docstring.
 
     ``n_process`` > 1 runs spaCy's multiprocessing for inputs of at least
@@ -732,33 +730,9 @@ class SpacyTripleExtractor:
     """
 
     name = "spacy"
-
-    def __init__(self, model: str = DEFAULT_MODEL, *, n_process: int = 1, batch_size: int = 64):
-        if not isinstance(n_process, int) or n_process < 1:
-            raise ConfigError(f"n_process must be a positive integer, got {n_process!r}")
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
-        spacy = _import_spacy("the spacy triple extractor")
-        nlp, loaded = _load(spacy, model, exclude=_NOT_NEEDED)
-        missing = [p for p in ("parser", "ner") if p not in nlp.pipe_names]
-        if missing:
-            raise ConfigError(
-                f"spaCy model {model!r} has no {missing} component(s), which triples need"
-                f" (pipes: {nlp.pipe_names})"
-            )
-        self.model = model
-        self.loaded_model = loaded
-        self.model_version = str(nlp.meta.get("version", ""))
-        self.n_process = n_process
-        self.batch_size = batch_size
-        self.pipes: list[str] = list(nlp.pipe_names)
-        self._nlp = nlp
-
-    def __repr__(self) -> str:
-        return (
-            f"SpacyTripleExtractor({self.loaded_model!r} {self.model_version},"
-            f" n_process={self.n_process}, batch_size={self.batch_size})"
-        )
+    purpose = "the spacy triple extractor"
+    needs = ("parser", "ner")
+    exclude = _NOT_NEEDED
 
     def extract(
         self,
@@ -772,12 +746,7 @@ class SpacyTripleExtractor:
         n = len(texts)
         if titles is not None and len(titles) != n:
             raise ConfigError(f"{len(titles)} titles for {n} texts")
-        max_length = self._nlp.max_length
-        n_process = self.n_process if n >= MULTIPROCESS_MIN_TEXTS else 1
-        docs = self._nlp.pipe(
-            (t[:max_length] for t in texts), batch_size=self.batch_size, n_process=n_process
-        )
-        docs = tqdm(docs, desc="spacy triples", total=n, unit="text", disable=not progress)
+        docs = self._docs(texts, "spacy triples", progress)
         return [
             doc_triples(doc, titles[i] if titles is not None else None)
             for i, doc in enumerate(docs)
