@@ -37,6 +37,7 @@ VARIANTS = {
     "w/o shortlisting": {"shortlist": "none"},
     "w/o composed (rrf)": {"first": "rrf"},
     "one rewrite (paper)": {"rewrites": 1},
+    "final: cosine + path (w_bm25=0)": {"w_bm25": 0.0},
     "w/o synonyms": {"synonyms": False},
     "w/o clause splitting": {"split_clauses": False},
     "1 iteration": {"iterations": 1},

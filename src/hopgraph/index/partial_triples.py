@@ -52,6 +52,9 @@ class PartialTripleOptions(StringEncoderOptions):
     full_triples: bool = option(False, "also index whole triples (the full_triples ablation)")
 
 
+_SMALL = ("key", "of_triple", "freq")
+
+
 def _text_index(texts: list[str], progress: bool) -> SparsePart:
     corpus = Corpus(Passage(str(i), "", t) for i, t in enumerate(texts))
     return SparsePart.build(corpus, SparseOptions(), progress=progress)
@@ -141,7 +144,11 @@ class PartialTriplesPart(IndexPart):
         cls, folder: Path, options: PartialTripleOptions, *, mmap: bool = True
     ) -> PartialTriplesPart:
         mode = "r" if mmap else None
-        arrays = {n: np.load(folder / f"{n}.npy", mmap_mode=mode) for n in cls._ARRAYS}
+        # the small integer arrays in memory (indexed per query), the vectors memory-mapped
+        arrays = {
+            n: np.load(folder / f"{n}.npy", mmap_mode=None if n in _SMALL else mode)
+            for n in cls._ARRAYS
+        }
         bm25 = SparsePart.load(folder / "bm25", SparseOptions(), mmap=mmap)
         full_bm25 = None
         if options.full_triples:

@@ -169,7 +169,7 @@ class TriplesPart(IndexPart):
     def load(cls, folder: Path, options: TripleOptions, *, mmap: bool = True) -> TriplesPart:
         vocab = json.loads((folder / "vocab.json").read_text())
         info = json.loads((folder / "info.json").read_text())
-        triples = np.load(folder / "triples.npy", mmap_mode="r" if mmap else None)
+        triples = np.load(folder / "triples.npy")  # small, and indexed one triple at a time
         return cls(options, vocab["entities"], vocab["predicates"], triples, info)
 
     def stats(self) -> dict[str, Any]:

@@ -39,10 +39,15 @@ class NGramMatcher:
         words = [(m.start(), m.end()) for m in _WORD.finditer(text)]
         starts = np.asarray([w[0] for w in words], np.int64)
         # the word each token belongs to: the last word starting at or before the token
-        tok_word = np.searchsorted(starts, tv.spans[:, 0], side="right") - 1 if words else []
-        spans: list[tuple[int, int]] = []
-        vecs: list[np.ndarray] = []
+        tok_word = np.searchsorted(starts, tv.spans[:, 0], side="right") - 1
+        # token j belongs to word tok_word[j]; n-gram (i..j) pools the tokens of words i..j
+        tok_word = np.asarray(tok_word, np.int64)
+        first = np.searchsorted(tok_word, np.arange(len(words)), side="left")
+        last = np.searchsorted(tok_word, np.arange(len(words)), side="right")
+        cum = np.vstack([np.zeros((1, tv.tokens.shape[1]), np.float64), np.cumsum(tv.tokens, 0)])
         lower = [text[a:b].lower() for a, b in words]
+        spans: list[tuple[int, int]] = []
+        bounds: list[tuple[int, int]] = []
         for i in range(len(words)):
             for j in range(i, min(i + max_n, len(words))):
                 if all(w in _FUNCTION_WORDS for w in lower[i : j + 1]):
@@ -52,15 +57,15 @@ class NGramMatcher:
                     or (lower[i] in _FUNCTION_WORDS and lower[i] not in _ARTICLES)
                 ):
                     continue  # "Paris in", "of Paris" add nothing to "Paris"; "The Hague" stays
-                sel = (tok_word >= i) & (tok_word <= j)
-                if not np.any(sel):
-                    continue
-                v = tv.tokens[sel].mean(axis=0)
-                vecs.append(v / max(float(np.linalg.norm(v)), 1e-12))
+                if last[j] <= first[i]:
+                    continue  # words past the encoder's truncation
+                bounds.append((first[i], last[j]))
                 spans.append((words[i][0], words[j][1]))
         self.spans = np.asarray(spans, np.int64).reshape(-1, 2)
-        dim = tv.tokens.shape[1]
-        self.vectors = np.asarray(vecs, np.float32).reshape(-1, dim)
+        b = np.asarray(bounds, np.int64).reshape(-1, 2)
+        vecs = (cum[b[:, 1]] - cum[b[:, 0]]) / np.maximum(b[:, 1] - b[:, 0], 1)[:, None]
+        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        self.vectors = vecs.astype(np.float32)
 
     def match(self, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each row of ``names`` (unit vectors): the best cosine over the n-grams and the

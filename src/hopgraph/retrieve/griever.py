@@ -65,7 +65,9 @@ class GrieverParams:
         20, "step_k=0: at most this many per iteration; a longer ranking ends with composed's"
     )
     first: str = option(
-        "composed", "first-iteration retriever (rrf: the paper's ablation)", ("composed", "rrf")
+        "composed",
+        "first-iteration retriever (rrf: the paper's ablation)",
+        ("composed", "rrf"),
     )
     c: int = option(10, "composed: dense scoring of the top step_k*c BM25 candidates")
     min_candidates: int = option(100, "composed: at least this many BM25 candidates")
@@ -88,6 +90,9 @@ class GrieverParams:
     min_predicate_score: float = option(0.4, "rewrite the predicate's words too above this")
     max_paths: int = option(200, "paths kept per iteration")
     w_path: float = option(1.0, "final score: retrieval cosine + w_path * path score")
+    w_bm25: float = option(
+        0.25, "final score: + w_bm25 * the question's BM25 / its maximum over the passages"
+    )
 
     def validate(self) -> None:
         for name in (
@@ -100,8 +105,8 @@ class GrieverParams:
             "rewrites",
         ):
             positive(name, getattr(self, name))
-        if self.step_k < 0 or self.join_entities < 0 or self.w_path < 0:
-            raise ConfigError("step_k, join_entities and w_path must be >= 0")
+        if min(self.step_k, self.join_entities, self.w_path, self.w_bm25) < 0:
+            raise ConfigError("step_k, join_entities, w_path and w_bm25 must be >= 0")
 
 
 @dataclass
@@ -405,8 +410,14 @@ class GrieverRetriever(Retriever):
         final = np.asarray(
             [retrieval[r][0] + p.w_path * by_path.get(r, (0.0,))[0] for r in rows.tolist()]
         )
+        bm25 = np.zeros(len(rows))
+        if p.w_bm25 and len(rows):
+            bm25 = self.sparse.scores(query)[rows]
+            bm25 = bm25 / max(float(bm25.max()), 1e-9)
+            final = final + p.w_bm25 * bm25
         order = top_k(final, k)
         rows, scores = rows[order], final[order]
+        bm25_of = dict(zip(rows.tolist(), bm25[order].tolist(), strict=True))
         if len(rows) < k and len(tail):  # the first query's composed ranking fills the rest
             more = tail[~np.isin(tail, rows)][: k - len(rows)]
             low = float(scores.min()) if len(scores) else 0.0
@@ -430,6 +441,7 @@ class GrieverRetriever(Retriever):
                     "iteration": it + 1,
                     "query": text,
                     "retrieval_cosine": float(ret),
+                    "bm25_normalised": float(bm25_of[r]),
                 }
                 if r in by_path:
                     v, path, tid = by_path[r]
