@@ -7,7 +7,12 @@ import pytest
 
 from hopgraph.errors import ConfigError, HopgraphError
 from hopgraph.retrieve import get_retriever, list_methods, top_k
-from hopgraph.retrieve.operators import lexical_search, max_normalize, reciprocal_rank_fusion
+from hopgraph.retrieve.operators import (
+    composed_search,
+    lexical_search,
+    max_normalize,
+    reciprocal_rank_fusion,
+)
 
 BASE = ["bm25", "bm25_rm3", "dense", "rrf", "hybrid", "composed"]
 
@@ -82,6 +87,19 @@ def test_composed_scores_only_bm25_candidates(demo_index, demo_dataset):
     assert set(r.ids) <= {demo_index.corpus[int(i)].id for i in cand}
     assert r.info["candidates"] == 4
     assert all(why["bm25_rank"] <= 4 for why in r.explanations)
+
+
+def test_composed_search_ranks_candidates_by_cosine_plus_weighted_bm25(demo_index, demo_dataset):
+    q = demo_dataset.questions[3].text
+    sparse, dense = demo_index.part("sparse"), demo_index.part("dense")
+    qvec = dense.encode_queries([q])[0]
+    bm, cos = sparse.scores(q), dense.scores(qvec)
+    cand, _ = lexical_search(sparse, q, 8)
+    for w in (0.0, 0.5, 3.0):
+        rows, sims, _, n = composed_search(sparse, dense, q, qvec, 8, 5, bm25_weight=w)
+        expected = cos[cand] + w * bm[cand] / bm[cand].max()
+        assert n == 8 and rows.tolist() == cand[np.argsort(-expected, kind="stable")[:5]].tolist()
+        assert sims == pytest.approx(cos[rows], abs=1e-5)  # the cosines, whatever the weight
 
 
 def test_rm3_expands_the_query(demo_index, demo_dataset):

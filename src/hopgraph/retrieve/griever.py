@@ -4,7 +4,8 @@ without an LLM (Algorithms 1 and 2 of the paper).
 Per iteration i (default 2):
 
 1. **passages** — iteration 1: the question and its relative-clause sub-queries (§4.2.1), each
-   by composed retrieval (BM25 candidates ranked by cosine, §4.2.2), combined by best cosine;
+   by composed retrieval (BM25 candidates ranked by cosine, §4.2.2; here plus ``first_bm25``
+   times their normalised BM25), combined by best cosine;
    later iterations: RRF of BM25 and cosine for the rewritten query, *filtered* to new passages
    naming a join entity of the sub-graph so far.
 2. **shortlist** (Algorithm 2) — the retrieved passages' triples are kept when one of their
@@ -70,6 +71,9 @@ class GrieverParams:
         ("composed", "rrf"),
     )
     c: int = option(10, "composed: dense scoring of the top step_k*c BM25 candidates")
+    first_bm25: float = option(
+        0.1, "iteration 1, composed: rank candidates by cosine + this * BM25/max (0: the paper)"
+    )
     min_candidates: int = option(100, "composed: at least this many BM25 candidates")
     k_rrf: float = option(60.0, "RRF constant")
     split_clauses: bool = option(True, "also search the relative-clause sub-queries (§4.2.1)")
@@ -105,8 +109,8 @@ class GrieverParams:
             "rewrites",
         ):
             positive(name, getattr(self, name))
-        if min(self.step_k, self.join_entities, self.w_path, self.w_bm25) < 0:
-            raise ConfigError("step_k, join_entities, w_path and w_bm25 must be >= 0")
+        if min(self.step_k, self.join_entities, self.w_path, self.w_bm25, self.first_bm25) < 0:
+            raise ConfigError("step_k, join_entities, w_path, w_bm25 and first_bm25 must be >= 0")
 
 
 @dataclass
@@ -189,7 +193,7 @@ class GrieverRetriever(Retriever):
             if p.first == "composed":
                 rows, cos, _, _ = composed_search(
                     self.sparse, self.dense, q.text, q.vec, max(depth * p.c, p.min_candidates),
-                    depth,
+                    depth, p.first_bm25,
                 )  # fmt: skip
             else:
                 b_rows, _ = lexical_search(self.sparse, q.text, max(depth, 100))

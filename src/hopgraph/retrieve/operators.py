@@ -39,14 +39,24 @@ def vector_search(
 
 
 def composed_search(
-    sparse: SparsePart, dense: DensePart, query: str, qvec: np.ndarray, candidates: int, k: int
+    sparse: SparsePart,
+    dense: DensePart,
+    query: str,
+    qvec: np.ndarray,
+    candidates: int,
+    k: int,
+    bm25_weight: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """GRIEVER's composed retrieval (§4.2.2): BM25 picks ``candidates`` passages, their cosine
-    with ``qvec`` ranks them. Returns the top-``k`` rows, their cosines and BM25 positions
-    (0-based), and how many BM25 candidates there were."""
-    cand, _ = lexical_search(sparse, query, candidates)
+    with ``qvec`` ranks them (plus ``bm25_weight`` × their BM25 / the best one's, when given).
+    Returns the top-``k`` rows, their cosines and BM25 positions (0-based), and how many BM25
+    candidates there were."""
+    cand, lex = lexical_search(sparse, query, candidates)
     sims = dense.scores_for(qvec, cand)
-    order = top_k(sims, k)
+    rank = sims
+    if bm25_weight and len(cand):
+        rank = sims + bm25_weight * lex / max(float(lex.max()), 1e-9)
+    order = top_k(rank, k)
     return cand[order], sims[order], order, int(cand.size)
 
 
