@@ -8,7 +8,9 @@ sources (LLM-free spaCy extraction vs. HippoRAG's GPT-3.5 OpenIE file) on musiqu
 As in the paper, GRIEVER is called with k (5, 10 and 15 passages per iteration) and R@k is read
 from the run with that k; single-step baselines are ranked once and cut at 5, 10 and 15.
 Latency is the per-query p50, the median over ``--repeats`` runs for ``griever`` (one run for
-the rest). Indexes are cached: the first run parses every corpus with spaCy.
+the rest). ``griever`` is compared with ``rrf`` and ``composed`` per question by a paired
+bootstrap of R@5 and R@10 (95% CI, 1000 resamples). Indexes are cached: the first run parses
+every corpus with spaCy.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from base import open_index, rows_table
 from hopgraph.cache import index_cache_dir
 from hopgraph.corpus import load_dataset
 from hopgraph.eval import MethodSpec, evaluate
+from hopgraph.eval.bootstrap import paired_bootstrap
 from hopgraph.index import Index
 
 KS = (5, 10, 15)
 PARTS = ("sparse", "dense", "triples", "partial_triples", "same_as")
 TRIPLE_OPTIONS = {"triples": {"n_process": 2}, "partial_triples": {"full_triples": True}}
 BASELINES = [MethodSpec("bm25"), MethodSpec("dense"), MethodSpec("rrf"), MethodSpec("composed")]
+COMPARED = ("rrf", "composed")  # griever against these, per question
 # label → parameters: the paper's Table 3 ablations, then ours
 VARIANTS = {
     "griever": {},
@@ -37,6 +41,7 @@ VARIANTS = {
     "w/o shortlisting": {"shortlist": "none"},
     "w/o composed (rrf)": {"first": "rrf"},
     "one rewrite (paper)": {"rewrites": 1},
+    "hop 1 by cosine only (paper: first_bm25=0)": {"first_bm25": 0.0},
     "final: cosine + path (w_bm25=0)": {"w_bm25": 0.0},
     "w/o synonyms": {"synonyms": False},
     "w/o clause splitting": {"split_clauses": False},
@@ -44,9 +49,14 @@ VARIANTS = {
 }
 
 
-def baseline_rows(index, ds, limit: int | None) -> list[dict]:
+def per_query(res, k: int) -> list[float]:
+    return [q[f"recall@{k}"] for q in res.per_query]
+
+
+def baseline_rows(index, ds, limit: int | None) -> tuple[list[dict], dict[str, dict]]:
+    """The baselines' rows, and each one's per-question recall at every k."""
     results = evaluate(index, ds, BASELINES, ks=KS, depth=max(KS), limit=limit, progress=False)
-    return [
+    rows = [
         {
             "method": r.label,
             **{f"R@{k}": round(r.metrics[f"recall@{k}"], 3) for k in KS},
@@ -54,20 +64,43 @@ def baseline_rows(index, ds, limit: int | None) -> list[dict]:
         }
         for r in results
     ]
+    return rows, {r.label: {k: per_query(r, k) for k in KS} for r in results}
 
 
-def griever_row(index, ds, label: str, params: dict, limit: int | None, repeats: int) -> dict:
+def griever_row(
+    index, ds, label: str, params: dict, limit: int | None, repeats: int
+) -> tuple[dict, dict[int, list[float]]]:
+    """One variant's row (called with step_k = k for each k) and its per-question recall."""
     row: dict = {"method": label, "params": params}
+    recalls: dict[int, list[float]] = {}
     for k in KS:
         spec = MethodSpec("griever", {**params, "step_k": k})
-        p50s, recall = [], None
+        p50s = []
         for _ in range(repeats):
             res = evaluate(index, ds, [spec], ks=(k,), depth=k, limit=limit, progress=False)[0]
-            recall = res.metrics[f"recall@{k}"]
+            recalls[k] = per_query(res, k)
             p50s.append(res.latency["latency_ms_p50"])
-        row[f"R@{k}"] = round(recall, 3)
+        row[f"R@{k}"] = round(statistics.mean(recalls[k]), 3)
         row[f"ms@{k}"] = round(statistics.median(p50s), 1)
-    return row
+    return row, recalls
+
+
+def significance(base: dict[str, dict], griever: dict[int, list[float]]) -> list[dict]:
+    """griever − baseline per question, R@5 and R@10: paired bootstrap 95% CI."""
+    out = []
+    for against in COMPARED:
+        for k in (5, 10):
+            b = paired_bootstrap(base[against][k], griever[k], n_resamples=1000, seed=0)
+            out.append(
+                {
+                    "vs": against,
+                    "metric": f"R@{k}",
+                    "delta": round(b["delta"], 3),
+                    "95% CI": f"[{b['ci_low']:+.3f}, {b['ci_high']:+.3f}]",
+                    "wins/ties/losses": f"{b['wins']}/{b['ties']}/{b['losses']}",
+                }
+            )
+    return out
 
 
 def table(title: str, rows: list[dict]) -> str:
@@ -95,14 +128,22 @@ def main() -> None:
         path = args.data_dir / name
         ds = load_dataset(path)
         index = open_index(path, ds, PARTS, TRIPLE_OPTIONS)
-        rows = baseline_rows(index, ds, limit)
+        rows, base = baseline_rows(index, ds, limit)
+        vs: list[dict] = []
         for label in args.variants.split(","):
             repeats = args.repeats if label == "griever" else 1
-            rows.append(griever_row(index, ds, label, VARIANTS[label], limit, repeats))
-            print(rows[-1], flush=True)
+            row, recalls = griever_row(index, ds, label, VARIANTS[label], limit, repeats)
+            rows.append(row)
+            print(row, flush=True)
+            if label == "griever":
+                vs = significance(base, recalls)
         stats = {p: index.part(p).stats() for p in PARTS[2:]}
-        report["datasets"][name] = {"index": stats, "rows": rows}
-        print(table(f"{name} ({len(ds.questions)} questions; {stats})", rows), flush=True)
+        report["datasets"][name] = {"index": stats, "rows": rows, "significance": vs}
+        n = min(limit or len(ds.questions), len(ds.questions))
+        print(table(f"{name} ({n} questions; {stats})", rows), flush=True)
+        if vs:
+            cols = ["vs", "metric", "delta", "95% CI", "wins/ties/losses"]
+            print(rows_table(f"{name}: griever against rrf and composed", cols, vs), flush=True)
         write(report, args.out)
     if args.sources:
         name = "musique_train"
@@ -116,8 +157,8 @@ def main() -> None:
             if index.add_parts(PARTS, {**TRIPLE_OPTIONS, **options}, rebuild_changed=True):
                 index.save(folder)
             if not rows:
-                rows = [r for r in baseline_rows(index, ds, None) if r["method"] == "composed"]
-            rows.append(griever_row(index, ds, f"griever ({source} triples)", {}, None, 1))
+                rows = [r for r in baseline_rows(index, ds, None)[0] if r["method"] == "composed"]
+            rows.append(griever_row(index, ds, f"griever ({source} triples)", {}, None, 1)[0])
             rows[-1]["index"] = index.part("triples").stats()
             print(rows[-1], flush=True)
         report["sources"] = {"dataset": name, "rows": rows}
