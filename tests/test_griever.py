@@ -256,6 +256,20 @@ def test_griever_ablations_run_and_full_triples_need_the_option(walk_index, tmp_
         get_retriever(small, "griever", shortlist="full")
 
 
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"first_bm25": -0.1}, "first_bm25 must be >= 0"),
+        ({"w_bm25": -1.0}, "w_bm25"),
+        ({"shortlist": "some"}, "shortlist"),
+        ({"rewrites": 0}, "rewrites"),
+    ],
+)
+def test_griever_rejects_bad_parameters(walk_index, params, match):
+    with pytest.raises(ConfigError, match=match):
+        get_retriever(walk_index, "griever", **params)
+
+
 def test_entity_matcher_finds_the_entity_span():
     from hopgraph.models.embedder import load_embedder
     from hopgraph.retrieve.entity_matcher import NGramMatcher

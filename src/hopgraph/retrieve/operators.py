@@ -53,9 +53,7 @@ def composed_search(
     candidates there were."""
     cand, lex = lexical_search(sparse, query, candidates)
     sims = dense.scores_for(qvec, cand)
-    rank = sims
-    if bm25_weight and len(cand):
-        rank = sims + bm25_weight * lex / max(float(lex.max()), 1e-9)
+    rank = sims + bm25_weight * max_normalize(lex) if bm25_weight else sims
     order = top_k(rank, k)
     return cand[order], sims[order], order, int(cand.size)
 
