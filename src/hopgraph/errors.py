@@ -25,3 +25,25 @@ class IndexError_(HopgraphError):
 
 class ConfigError(HopgraphError):
     """An unknown method, parameter or value."""
+
+
+class UpdateError(HopgraphError):
+    """An add or delete that cannot be applied; the index is left as it was."""
+
+
+class DuplicateIdError(UpdateError):
+    """Passages added with an id the index (or the same request) already has."""
+
+    def __init__(self, ids: list[str]):
+        shown = ", ".join(repr(i) for i in ids[:5]) + (" ..." if len(ids) > 5 else "")
+        super().__init__(f"{len(ids)} passage id(s) already in the index or given twice: {shown}")
+        self.ids = ids
+
+
+class UnknownIdError(UpdateError):
+    """Passage ids the index does not have."""
+
+    def __init__(self, ids: list[str]):
+        shown = ", ".join(repr(i) for i in ids[:5]) + (" ..." if len(ids) > 5 else "")
+        super().__init__(f"{len(ids)} passage id(s) not in the index: {shown}")
+        self.ids = ids

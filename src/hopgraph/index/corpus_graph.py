@@ -27,7 +27,7 @@ from hopgraph.config import option
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError, CorpusError
 from hopgraph.graph.paths import degree
-from hopgraph.index.part import IndexPart, register_part
+from hopgraph.index.part import Change, IndexPart, register_part
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,18 @@ class CorpusGraphPart(IndexPart):
             pieces.append(g)
             info["file_edges"], info["file_unknown_ids"] = int(g.nnz), unknown
         return cls(options, symmetric_union(pieces, n), info)
+
+    def update(
+        self,
+        change: Change,
+        parts: dict[str, IndexPart],
+        old_parts: dict[str, IndexPart],
+        *,
+        progress: bool = False,
+    ) -> CorpusGraphPart:
+        """Recomputed from the updated parts it is built from (no model runs: links, vectors
+        and mentions are already updated); the kNN edges are an exact blockwise search."""
+        return type(self).build_from(change.new, self.options, parts, progress=progress)
 
     def save(self, folder: Path) -> None:
         np.save(folder / "indptr.npy", self.adjacency.indptr)

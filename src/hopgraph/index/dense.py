@@ -17,7 +17,7 @@ import numpy as np
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError
-from hopgraph.index.part import IndexPart, register_part
+from hopgraph.index.part import Change, IndexPart, register_part
 from hopgraph.models.embedder import (
     BACKENDS,
     DEFAULT_BACKEND,
@@ -92,6 +92,28 @@ class DensePart(IndexPart):
         vectors = emb.encode(texts, batch_size=options.batch_size, progress=progress)
         part = cls(options, vectors, _build_hnsw(vectors, options) if options.hnsw else None)
         part._embedder = emb
+        return part
+
+    def update(
+        self,
+        change: Change,
+        parts: dict[str, IndexPart],
+        old_parts: dict[str, IndexPart],
+        *,
+        progress: bool = False,
+    ) -> DensePart:
+        """Kept rows are copied; only the added passages are encoded. The HNSW graph is rebuilt
+        from the vectors (single-threaded, fixed seed: the same graph a fresh build makes)."""
+        o = self.options
+        kept = np.asarray(self.embeddings[change.keep], dtype=np.float32)
+        texts = [p.content for p in change.added_passages]
+        if texts:
+            new = self.embedder.encode(texts, batch_size=o.batch_size, progress=progress)
+            vectors = np.concatenate([kept, np.asarray(new, dtype=np.float32)])
+        else:
+            vectors = kept
+        part = type(self)(o, vectors, _build_hnsw(vectors, o) if o.hnsw else None)
+        part._embedder = self._embedder
         return part
 
     def save(self, folder: Path) -> None:

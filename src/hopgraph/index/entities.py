@@ -17,8 +17,9 @@ import scipy.sparse as sp
 
 from hopgraph.config import in_unit_interval, option, positive
 from hopgraph.corpus import Corpus
+from hopgraph.errors import IndexError_
 from hopgraph.graph.bipartite import BipartiteGraph, build_bipartite
-from hopgraph.index.part import IndexPart, register_part
+from hopgraph.index.part import Change, IndexPart, register_part
 from hopgraph.text.ner import EntityExtractor, make_extractor, normalize_entity, strip_disambiguator
 
 
@@ -64,6 +65,9 @@ class EntityPart(IndexPart):
         self.df = np.bincount(mentions.indices, minlength=len(names))
         self._extractor: EntityExtractor | None = None
         self._graphs: dict[tuple, BipartiteGraph] = {}
+        # per-passage normalised mentions before aliasing and filtering (for live updates)
+        self.raw: sp.csr_matrix | None = None
+        self.raw_keys: list[str] | None = None
 
     @property
     def extractor(self) -> EntityExtractor:
@@ -78,38 +82,41 @@ class EntityPart(IndexPart):
         o = options
         extractor = make_extractor(o.ner, spacy_model=o.spacy_model, n_process=o.n_process)
         raw = extractor.extract([p.content for p in corpus], progress=progress)
+        counts, keys = raw_mentions(raw, o.normalize)
+        return cls.assemble(corpus, o, counts, keys)
+
+    @classmethod
+    def assemble(
+        cls, corpus: Corpus, options: EntityOptions, raw: sp.csr_matrix, raw_keys: list[str]
+    ) -> EntityPart:
+        """The part from each passage's normalised mentions (``raw[d, j]``: mentions of
+        ``raw_keys[j]`` in passage d), before aliasing and filtering.
+
+        Title aliases, own pages, document frequencies and the filters depend on the whole
+        corpus, so they are computed here from the per-passage mentions; building and live
+        updates both go through here, which makes an updated part equal to a rebuilt one.
+        """
+        o = options
+        n = len(corpus)
         aliases = title_alias_map(corpus, o.normalize) if o.title_aliases else {}
+        keys: dict[str, int] = {}  # canonical entity → provisional column
+        to_col = np.asarray(
+            [keys.setdefault(aliases.get(k, k), len(keys)) for k in raw_keys], dtype=np.int64
+        )
         own_rows: list[int] = []
         own_cols: list[int] = []
-        keys: dict[str, int] = {}  # canonical entity → provisional column
-
-        class Memo(dict):  # raw mention → provisional column (mentions repeat a lot)
-            def __missing__(self, m: str) -> int:
-                j = self[m] = keys.setdefault(canonical(m, o.normalize, aliases), len(keys))
-                return j
-
-        column = Memo().__getitem__
-        rows: list[int] = []
-        cols: list[int] = []
-        for i, mentions in enumerate(raw):
-            cols.extend(map(column, mentions))  # the loop runs in C
-            rows.extend([i] * len(mentions))
-            if aliases:
-                own = aliases.get(
-                    normalize_entity(strip_disambiguator(corpus[i].title), o.normalize)
-                )
+        if aliases:
+            for i, p in enumerate(corpus):
+                own = aliases.get(normalize_entity(strip_disambiguator(p.title), o.normalize))
                 if own:
-                    rows.append(i)
-                    cols.append(keys.setdefault(own, len(keys)))
                     own_rows.append(i)
-                    own_cols.append(cols[-1])
-        n = len(corpus)
+                    own_cols.append(keys.setdefault(own, len(keys)))
+        raw = sp.csr_matrix(raw)
+        rows = np.concatenate([np.repeat(np.arange(n), np.diff(raw.indptr)), own_rows])
+        cols = np.concatenate([to_col[raw.indices], np.asarray(own_cols, np.int64)])
+        vals = np.concatenate([raw.data.astype(np.float32), np.ones(len(own_rows), np.float32)])
         counts = sp.csr_matrix(
-            (
-                np.ones(len(rows), np.float32),
-                (np.asarray(rows, np.int64), np.asarray(cols, np.int64)),
-            ),
-            shape=(n, len(keys)),
+            (vals, (rows.astype(np.int64), cols.astype(np.int64))), shape=(n, len(keys))
         )
         counts.sum_duplicates()
         df = np.bincount(counts.indices, minlength=len(keys))
@@ -130,7 +137,34 @@ class EntityPart(IndexPart):
             owns = sp.csr_matrix(owned[:, kept])
             owns.data[:] = 1.0
             owns.sort_indices()
-        return cls(o, names, mentions, aliases, owns)
+        part = cls(o, names, mentions, aliases, owns)
+        part.raw, part.raw_keys = raw, raw_keys
+        return part
+
+    def update(
+        self,
+        change: Change,
+        parts: dict[str, IndexPart],
+        old_parts: dict[str, IndexPart],
+        *,
+        progress: bool = False,
+    ) -> EntityPart:
+        """NER runs on the added passages only; aliases, frequencies and filters are recomputed
+        from every passage's stored mentions (a deleted passage takes its mentions with it)."""
+        if self.raw is None or self.raw_keys is None:
+            raise IndexError_(
+                "this entities part was built before live updates were supported (it lacks the "
+                "per-passage mentions); rebuild the index to update it"
+            )
+        added = change.added_passages
+        new = self.extractor.extract([p.content for p in added], progress=progress)
+        counts, keys = raw_mentions(new, self.options.normalize, list(self.raw_keys))
+        old = sp.csr_matrix(self.raw)[change.keep]
+        old.resize((old.shape[0], len(keys)))
+        raw = sp.csr_matrix(sp.vstack([old, counts]))
+        used = np.flatnonzero(np.bincount(raw.indices, minlength=len(keys)))
+        raw = sp.csr_matrix(raw[:, used])
+        return type(self).assemble(change.new, self.options, raw, [keys[j] for j in used])
 
     def save(self, folder: Path) -> None:
         (folder / "entities.json").write_text(json.dumps(self.names, ensure_ascii=False))
@@ -141,21 +175,18 @@ class EntityPart(IndexPart):
         if self.owns is not None:
             np.save(folder / "owns.indptr.npy", self.owns.indptr)
             np.save(folder / "owns.indices.npy", self.owns.indices)
+        if self.raw is not None and self.raw_keys is not None:
+            (folder / "raw_keys.json").write_text(json.dumps(self.raw_keys, ensure_ascii=False))
+            np.save(folder / "raw.indptr.npy", self.raw.indptr)
+            np.save(folder / "raw.indices.npy", self.raw.indices)
+            np.save(folder / "raw.data.npy", self.raw.data)
 
     @classmethod
     def load(cls, folder: Path, options: EntityOptions, *, mmap: bool = True) -> EntityPart:
         mode = "r" if mmap else None
         names = json.loads((folder / "entities.json").read_text())
         aliases = json.loads((folder / "aliases.json").read_text())
-        indptr = np.load(folder / "mentions.indptr.npy", mmap_mode=mode)
-        mentions = sp.csr_matrix(
-            (
-                np.load(folder / "mentions.data.npy", mmap_mode=mode),
-                np.load(folder / "mentions.indices.npy", mmap_mode=mode),
-                indptr,
-            ),
-            shape=(len(indptr) - 1, len(names)),
-        )
+        mentions = _load_csr(folder, "mentions", len(names), mode)
         owns = None
         if (folder / "owns.indptr.npy").exists():
             oi = np.load(folder / "owns.indices.npy")
@@ -163,7 +194,11 @@ class EntityPart(IndexPart):
                 (np.ones(len(oi), np.float32), oi, np.load(folder / "owns.indptr.npy")),
                 shape=mentions.shape,
             )
-        return cls(options, names, mentions, aliases, owns)
+        part = cls(options, names, mentions, aliases, owns)
+        if (folder / "raw_keys.json").exists():  # the per-passage mentions (live updates)
+            part.raw_keys = json.loads((folder / "raw_keys.json").read_text())
+            part.raw = _load_csr(folder, "raw", len(part.raw_keys), mode)
+        return part
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -266,3 +301,42 @@ def title_alias_map(corpus: Corpus, mode: str) -> dict[str, str]:
             full = normalize_entity(next(iter(titles)), mode)
             out.setdefault(full, alias)
     return out
+
+
+def raw_mentions(
+    mentions: list[list[str]], mode: str, keys: list[str] | None = None
+) -> tuple[sp.csr_matrix, list[str]]:
+    """Counts of each passage's normalised mentions, and the keys (``keys`` extended)."""
+    keys = list(keys or [])
+    ids = {k: i for i, k in enumerate(keys)}
+    memo: dict[str, int] = {}  # raw mention → column (mentions repeat a lot)
+    rows: list[int] = []
+    cols: list[int] = []
+    for i, found in enumerate(mentions):
+        for m in found:
+            j = memo.get(m)
+            if j is None:
+                k = normalize_entity(m, mode)
+                j = memo[m] = ids.setdefault(k, len(ids))
+                if j == len(keys):
+                    keys.append(k)
+            cols.append(j)
+        rows.extend([i] * len(found))
+    counts = sp.csr_matrix(
+        (np.ones(len(rows), np.float32), (np.asarray(rows, np.int64), np.asarray(cols, np.int64))),
+        shape=(len(mentions), len(keys)),
+    )
+    counts.sum_duplicates()
+    return counts, keys
+
+
+def _load_csr(folder: Path, name: str, n_cols: int, mode: str | None) -> sp.csr_matrix:
+    indptr = np.load(folder / f"{name}.indptr.npy", mmap_mode=mode)
+    return sp.csr_matrix(
+        (
+            np.load(folder / f"{name}.data.npy", mmap_mode=mode),
+            np.load(folder / f"{name}.indices.npy", mmap_mode=mode),
+            indptr,
+        ),
+        shape=(len(indptr) - 1, n_cols),
+    )

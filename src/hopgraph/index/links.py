@@ -23,9 +23,9 @@ import scipy.sparse as sp
 
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
-from hopgraph.errors import CorpusError
-from hopgraph.index.entities import canonical, title_alias_map
-from hopgraph.index.part import IndexPart, register_part
+from hopgraph.errors import CorpusError, IndexError_
+from hopgraph.index.entities import title_alias_map
+from hopgraph.index.part import Change, IndexPart, register_part
 from hopgraph.text.ner import make_extractor, normalize_entity, strip_disambiguator
 
 
@@ -54,9 +54,22 @@ class LinksPart(IndexPart):
         self.links = links  # links[i, j] = 1: passage i points to passage j (directed)
         self.doc = doc  # document code per passage (-1: not a chunk of a known document)
         self.chunk = chunk  # chunk number within its document (-1 when unknown)
+        # each passage's normalised text mentions (title_mentions; for live updates)
+        self.raw: sp.csr_matrix | None = None
+        self.raw_keys: list[str] = []
 
     @classmethod
     def build(cls, corpus: Corpus, options: LinkOptions, *, progress: bool = True) -> LinksPart:
+        raw, keys = _mention_keys(corpus, options, progress)
+        return cls.assemble(corpus, options, raw, keys)
+
+    @classmethod
+    def assemble(
+        cls, corpus: Corpus, options: LinkOptions, raw: sp.csr_matrix | None, keys: list[str]
+    ) -> LinksPart:
+        """The part from the corpus and each passage's normalised mentions (``raw[d, j]`` = 1:
+        passage d mentions ``keys[j]``; None without ``title_mentions``). Which mention is a
+        title depends on the whole corpus, so this runs on every build and update."""
         o = options
         n = len(corpus)
         src: list[int] = []
@@ -71,8 +84,8 @@ class LinksPart(IndexPart):
                     if j is not None and j != i:
                         src.append(i)
                         dst.append(j)
-        if o.title_mentions:
-            s, d = _title_mentions(corpus, o, progress)
+        if o.title_mentions and raw is not None:
+            s, d = _title_mentions(corpus, o, raw, keys)
             src.extend(s)
             dst.extend(d)
         links = sp.csr_matrix(
@@ -83,13 +96,46 @@ class LinksPart(IndexPart):
         links.data[:] = 1.0
         links.sort_indices()
         doc, chunk = _doc_chunks(corpus)
-        return cls(o, links, doc, chunk)
+        part = cls(o, links, doc, chunk)
+        part.raw, part.raw_keys = raw, keys
+        return part
+
+    def update(
+        self,
+        change: Change,
+        parts: dict[str, IndexPart],
+        old_parts: dict[str, IndexPart],
+        *,
+        progress: bool = False,
+    ) -> LinksPart:
+        """Mentions are found in the added passages only; links (to and from every passage)
+        are recomputed from the stored mentions, titles and metadata."""
+        o = self.options
+        if not o.title_mentions:
+            return type(self).assemble(change.new, o, None, [])
+        if self.raw is None:
+            raise IndexError_(
+                "this links part was built before live updates were supported (it lacks the "
+                "per-passage mentions); rebuild the index to update it"
+            )
+        added = Corpus(change.added_passages)
+        new, keys = _mention_keys(added, o, progress, list(self.raw_keys))
+        old = sp.csr_matrix(self.raw)[change.keep]
+        old.resize((old.shape[0], len(keys)))
+        raw = sp.csr_matrix(sp.vstack([old, new]))
+        used = np.flatnonzero(np.bincount(raw.indices, minlength=len(keys)))
+        raw = sp.csr_matrix(raw[:, used])
+        return type(self).assemble(change.new, o, raw, [keys[j] for j in used])
 
     def save(self, folder: Path) -> None:
         np.save(folder / "links.indptr.npy", self.links.indptr)
         np.save(folder / "links.indices.npy", self.links.indices)
         np.save(folder / "doc.npy", self.doc)
         np.save(folder / "chunk.npy", self.chunk)
+        if self.raw is not None:
+            (folder / "raw_keys.json").write_text(json.dumps(self.raw_keys, ensure_ascii=False))
+            np.save(folder / "raw.indptr.npy", self.raw.indptr)
+            np.save(folder / "raw.indices.npy", self.raw.indices)
 
     @classmethod
     def load(cls, folder: Path, options: LinkOptions, *, mmap: bool = True) -> LinksPart:
@@ -100,7 +146,15 @@ class LinksPart(IndexPart):
         links = sp.csr_matrix((np.ones(len(indices), np.float32), indices, indptr), shape=(n, n))
         doc = np.load(folder / "doc.npy", mmap_mode=mode)
         chunk = np.load(folder / "chunk.npy", mmap_mode=mode)
-        return cls(options, links, doc, chunk)
+        part = cls(options, links, doc, chunk)
+        if (folder / "raw_keys.json").exists():  # the per-passage mentions (live updates)
+            part.raw_keys = json.loads((folder / "raw_keys.json").read_text())
+            ri = np.load(folder / "raw.indices.npy")
+            part.raw = sp.csr_matrix(
+                (np.ones(len(ri), np.float32), ri, np.load(folder / "raw.indptr.npy")),
+                shape=(n, len(part.raw_keys)),
+            )
+        return part
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -131,7 +185,33 @@ class LinksPart(IndexPart):
         return (same & (np.abs(chunk[:, None] - chunk[None, :]) == 1)).astype(np.float32)
 
 
-def _title_mentions(corpus: Corpus, o: LinkOptions, progress: bool) -> tuple[list[int], list[int]]:
+def _mention_keys(
+    corpus: Corpus, o: LinkOptions, progress: bool, keys: list[str] | None = None
+) -> tuple[sp.csr_matrix | None, list[str]]:
+    """Each passage's text mentions (regex NER), normalised: a 0/1 passages × keys matrix and
+    the keys (``keys`` extended). None when the part does not use title mentions."""
+    if not o.title_mentions:
+        return None, []
+    keys = list(keys or [])
+    ids = {k: i for i, k in enumerate(keys)}
+    rows: list[int] = []
+    cols: list[int] = []
+    raw = make_extractor("regex").extract([p.text for p in corpus], progress=progress)
+    for i, mentions in enumerate(raw):
+        found = {ids.setdefault(normalize_entity(m, o.normalize), len(ids)) for m in mentions}
+        rows.extend([i] * len(found))
+        cols.extend(sorted(found))
+    keys.extend(list(ids)[len(keys) :])
+    m = sp.csr_matrix(
+        (np.ones(len(rows), np.float32), (np.asarray(rows, np.int64), np.asarray(cols, np.int64))),
+        shape=(len(corpus), len(keys)),
+    )
+    return m, keys
+
+
+def _title_mentions(
+    corpus: Corpus, o: LinkOptions, raw: sp.csr_matrix, keys: list[str]
+) -> tuple[list[int], list[int]]:
     """(source, target) rows: the source passage mentions the target's title."""
     aliases = title_alias_map(corpus, o.normalize)
     owners: dict[str, list[int]] = {}
@@ -142,13 +222,13 @@ def _title_mentions(corpus: Corpus, o: LinkOptions, progress: bool) -> tuple[lis
                 owners.setdefault(alias, []).append(j)
     if not owners:
         return [], []
-    raw = make_extractor("regex").extract([p.text for p in corpus], progress=progress)
+    targets = [owners.get(aliases.get(k, k), []) for k in keys]
     src: list[int] = []
     dst: list[int] = []
-    for i, mentions in enumerate(raw):
+    for i in range(raw.shape[0]):
         seen: set[int] = set()
-        for m in mentions:
-            for j in owners.get(canonical(m, o.normalize, aliases), ()):
+        for c in raw.indices[raw.indptr[i] : raw.indptr[i + 1]].tolist():
+            for j in targets[c]:
                 if j != i and j not in seen:
                     seen.add(j)
                     src.append(i)

@@ -9,11 +9,35 @@ as plain files in its own folder, and loads them back (memory-mapped where it ca
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from hopgraph.corpus import Corpus
+import numpy as np
+
+from hopgraph.corpus import Corpus, Passage
 from hopgraph.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Change:
+    """One live update of the corpus: ``new`` is the rows ``keep`` of ``old`` (in order), then
+    ``added`` new passages. Row ``i`` of an updated part is ``new[i]``."""
+
+    old: Corpus
+    new: Corpus
+    keep: np.ndarray  # old rows kept, increasing
+    added: int
+
+    @property
+    def added_passages(self) -> list[Passage]:
+        return [self.new[i] for i in range(len(self.keep), len(self.new))]
+
+    def old_to_new(self) -> np.ndarray:
+        """New row of each old row (-1: deleted)."""
+        out = np.full(len(self.old), -1, np.int64)
+        out[self.keep] = np.arange(len(self.keep))
+        return out
 
 
 class IndexPart(ABC):
@@ -43,6 +67,26 @@ class IndexPart(ABC):
         """Build from the corpus and the parts named by :meth:`requires_for` (already built).
         Parts computed from the corpus alone need not override this."""
         return cls.build(corpus, options, progress=progress)
+
+    def update(
+        self,
+        change: Change,
+        parts: dict[str, IndexPart],
+        old_parts: dict[str, IndexPart],
+        *,
+        progress: bool = False,
+    ) -> IndexPart:
+        """This part for ``change.new``, as a new object (``self`` is not changed).
+
+        ``parts`` are the updated parts named by :meth:`requires_for`, ``old_parts`` the same
+        parts before the update. Only the added passages may go through models; the result must
+        equal :meth:`build_from` on ``change.new``.
+        """
+        from hopgraph.errors import ConfigError
+
+        raise ConfigError(
+            f"the {self.name!r} part cannot be updated in place; rebuild the index instead"
+        )
 
     @abstractmethod
     def save(self, folder: Path) -> None:

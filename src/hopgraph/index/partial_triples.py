@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from hopgraph.config import option, positive
-from hopgraph.corpus import Corpus, Passage
+from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError
-from hopgraph.index.part import IndexPart, register_part
+from hopgraph.index.part import Change, IndexPart, register_part
 from hopgraph.index.sparse import SparseOptions, SparsePart
 from hopgraph.index.triples import TriplesPart
 from hopgraph.models.embedder import BACKENDS, DEFAULT_BACKEND, DEFAULT_EMBEDDER, load_embedder
@@ -55,9 +55,54 @@ class PartialTripleOptions(StringEncoderOptions):
 _SMALL = ("key", "of_triple", "freq")
 
 
-def _text_index(texts: list[str], progress: bool) -> SparsePart:
-    corpus = Corpus(Passage(str(i), "", t) for i, t in enumerate(texts))
-    return SparsePart.build(corpus, SparseOptions(), progress=progress)
+def partial_texts(key: np.ndarray, ents: list[str], preds: list[str]) -> list[str]:
+    """The content of each partial (entity, predicate, inverse): "s p" or "p o"."""
+    return [
+        f"{preds[p]} {ents[e]}" if inv_ else f"{ents[e]} {preds[p]}"
+        for e, p, inv_ in np.asarray(key).tolist()
+    ]
+
+
+def full_texts(triples: np.ndarray, tp: TriplesPart) -> list[str]:
+    ents, preds = tp.entities, tp.predicates
+    return [f"{ents[s]} {preds[p]} {ents[o]}" for s, p, o, _ in np.asarray(triples).tolist()]
+
+
+def encode_reusing(
+    options: StringEncoderOptions,
+    strings: list[str],
+    old_strings: list[str],
+    old_vectors: np.ndarray | None,
+    progress: bool,
+) -> np.ndarray:
+    """Embeddings of ``strings``: copied from ``old_vectors`` (row i embeds ``old_strings[i]``)
+    where the string was embedded before, the rest encoded in one pass."""
+    known = {s: i for i, s in enumerate(old_strings)} if old_vectors is not None else {}
+    fresh = sorted({s for s in strings if s not in known})
+    if not fresh:
+        rows = [known[s] for s in strings]
+        if old_vectors is None:
+            return np.zeros((0, 1), np.float32)
+        return np.asarray(old_vectors[rows], dtype=np.float32)
+    encoded = options.encode(fresh, progress)
+    at = {s: i for i, s in enumerate(fresh)}
+    out = np.empty((len(strings), encoded.shape[1]), np.float32)
+    mine = [i for i, s in enumerate(strings) if s in at]
+    out[mine] = encoded[[at[strings[i]] for i in mine]]
+    reused = [i for i, s in enumerate(strings) if s not in at]
+    if reused and old_vectors is not None:
+        out[reused] = old_vectors[[known[strings[i]] for i in reused]]
+    return out
+
+
+def bm25_reusing(
+    strings: list[str], old_strings: list[str], old: SparsePart | None, progress: bool
+) -> SparsePart:
+    """BM25 over ``strings``, tokenising only those ``old`` (over ``old_strings``) lacks."""
+    if old is None:
+        return SparsePart.from_texts(SparseOptions(), strings, progress=progress)
+    known = {s: i for i, s in enumerate(old_strings)}
+    return old.reassembled([known.get(s, s) for s in strings], progress=progress)
 
 
 @register_part
@@ -97,7 +142,38 @@ class PartialTriplesPart(IndexPart):
         *,
         progress: bool = True,
     ) -> PartialTriplesPart:
-        tp: TriplesPart = parts["triples"]  # type: ignore[assignment]
+        return cls._assemble(options, parts["triples"], None, None, progress)  # type: ignore[arg-type]
+
+    def update(
+        self,
+        change: Change,
+        parts: dict[str, IndexPart],
+        old_parts: dict[str, IndexPart],
+        *,
+        progress: bool = False,
+    ) -> PartialTriplesPart:
+        """Partials, frequencies and ids are recomputed from the updated triples (cheap); only
+        strings this part has not embedded before go through the encoder, and only new partial
+        texts are tokenised."""
+        return type(self)._assemble(
+            self.options,
+            parts["triples"],
+            self,
+            old_parts["triples"],
+            progress,  # type: ignore[arg-type]
+        )
+
+    @classmethod
+    def _assemble(
+        cls,
+        options: PartialTripleOptions,
+        tp: TriplesPart,
+        old: PartialTriplesPart | None,
+        old_tp: TriplesPart | None,
+        progress: bool,
+    ) -> PartialTriplesPart:
+        """The part for the triples ``tp``, reusing the vectors and BM25 rows of ``old`` (built
+        on ``old_tp``) for strings both have: the same result as building it anew."""
         t = np.asarray(tp.triples)
         if t.shape[0] == 0:
             raise ConfigError("the triples part holds no triples: nothing to index")
@@ -108,24 +184,37 @@ class PartialTriplesPart(IndexPart):
         of_triple = np.stack([inverse[: len(t)], inverse[len(t) :]], axis=1).astype(np.int32)
         freq = np.bincount(inverse, minlength=len(key)).astype(np.int32)
         ents, preds = tp.entities, tp.predicates
-        texts = [
-            f"{preds[p]} {ents[e]}" if inv_ else f"{ents[e]} {preds[p]}"
-            for e, p, inv_ in key.tolist()
-        ]
+        texts = partial_texts(key, ents, preds)
+        # the strings the old part embedded and indexed, row for row
+        before: dict[str, list[str]] = {}
+        if old is not None and old_tp is not None:
+            before["partials"] = partial_texts(old.key, old_tp.entities, old_tp.predicates)
+            before["entities"], before["predicates"] = old_tp.entities, old_tp.predicates
+            if options.full_triples:
+                before["full"] = full_texts(np.asarray(old_tp.triples), old_tp)
+
+        def vectors(what: str, strings: list[str], old_vectors: str) -> np.ndarray:
+            prev = None if old is None else getattr(old, old_vectors)
+            return encode_reusing(options, strings, before.get(what, []), prev, progress)
+
+        def bm25(what: str, strings: list[str], old_bm25: str) -> SparsePart:
+            prev = None if old is None else getattr(old, old_bm25)
+            return bm25_reusing(strings, before.get(what, []), prev, progress)
+
         arrays = {
             "key": key.astype(np.int32),
             "of_triple": of_triple,
             "freq": freq,
-            "vectors": options.encode(texts, progress),
-            "entity_vectors": options.encode(list(ents), progress),
-            "predicate_vectors": options.encode(list(preds), progress),
+            "vectors": vectors("partials", texts, "vectors"),
+            "entity_vectors": vectors("entities", list(ents), "entity_vectors"),
+            "predicate_vectors": vectors("predicates", list(preds), "predicate_vectors"),
         }
         full_bm25 = None
         if options.full_triples:
-            full = [f"{ents[s]} {preds[p]} {ents[o]}" for s, p, o, _ in t.tolist()]
-            arrays["full_vectors"] = options.encode(full, progress)
-            full_bm25 = _text_index(full, progress)
-        return cls(options, arrays, _text_index(texts, progress), full_bm25)
+            full = full_texts(t, tp)
+            arrays["full_vectors"] = vectors("full", full, "full_vectors")
+            full_bm25 = bm25("full", full, "full_bm25")
+        return cls(options, arrays, bm25("partials", texts, "bm25"), full_bm25)
 
     _ARRAYS = ("key", "of_triple", "freq", "vectors", "entity_vectors", "predicate_vectors")
 

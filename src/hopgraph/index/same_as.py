@@ -20,8 +20,8 @@ import numpy as np
 
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError
-from hopgraph.index.part import IndexPart, register_part
-from hopgraph.index.partial_triples import StringEncoderOptions
+from hopgraph.index.part import Change, IndexPart, register_part
+from hopgraph.index.partial_triples import StringEncoderOptions, encode_reusing
 from hopgraph.index.triples import TriplesPart, entity_key
 
 
@@ -70,9 +70,32 @@ class SameAsPart(IndexPart):
         *,
         progress: bool = True,
     ) -> SameAsPart:
+        return cls._assemble(corpus, options, parts["triples"], None, progress)  # type: ignore[arg-type]
+
+    def update(
+        self,
+        change: Change,
+        parts: dict[str, IndexPart],
+        old_parts: dict[str, IndexPart],
+        *,
+        progress: bool = False,
+    ) -> SameAsPart:
+        """Groups are regrouped over the updated corpus and triples (pattern matching, no
+        model); only aliases this part has not embedded before are encoded."""
+        tp = parts["triples"]
+        return type(self)._assemble(change.new, self.options, tp, self, progress)  # type: ignore[arg-type]
+
+    @classmethod
+    def _assemble(
+        cls,
+        corpus: Corpus,
+        options: SameAsOptions,
+        tp: TriplesPart,
+        old: SameAsPart | None,
+        progress: bool,
+    ) -> SameAsPart:
         from hopgraph.text.synonyms import passage_aliases
 
-        tp: TriplesPart = parts["triples"]  # type: ignore[assignment]
         names: list[str] = []
         ids: dict[str, int] = {}
 
@@ -105,7 +128,10 @@ class SameAsPart(IndexPart):
                     rows[g].append(row)
         a_ptr, a_idx = _csr(members)
         r_ptr, r_idx = _csr(rows)
-        vectors = options.encode(names, progress) if names else np.zeros((0, 1), np.float32)
+        if old is None:
+            vectors = options.encode(names, progress) if names else np.zeros((0, 1), np.float32)
+        else:
+            vectors = encode_reusing(options, names, old.aliases, old.vectors, progress)
         arrays = {
             "vectors": vectors,
             "alias_indptr": a_ptr,

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
-from hopgraph.index.part import IndexPart, register_part
+from hopgraph.index.part import Change, IndexPart, register_part
 from hopgraph.text.tokenize import Tokenizer
 
 
@@ -59,24 +59,85 @@ class SparsePart(IndexPart):
     # -- building -------------------------------------------------------------------------
     @classmethod
     def build(cls, corpus: Corpus, options: SparseOptions, *, progress: bool = True) -> SparsePart:
-        tok = Tokenizer(options.stemmer, options.stopwords)
-        vocab: dict[str, int] = {}
-        doc_ids: list[list[int]] = []
-        for p in tqdm(corpus, desc="sparse: tokenising", unit="passage", disable=not progress):
-            doc_ids.append([vocab.setdefault(t, len(vocab)) for t in tok(p.content)])
-        bm25 = bm25s.BM25(k1=options.k1, b=options.b, method=options.method)
-        bm25.index((doc_ids, dict(vocab)), show_progress=progress, leave_progress=False)
-        n_terms = len(bm25.vocab_dict)
-        lengths = np.fromiter((len(d) for d in doc_ids), dtype=np.int64, count=len(doc_ids))
-        rows = np.repeat(np.arange(len(doc_ids)), lengths)
-        cols = np.fromiter(
-            (t for d in doc_ids for t in d), dtype=np.int64, count=int(lengths.sum())
-        )
-        counts = sp.csr_matrix(
-            (np.ones(len(cols), dtype=np.int32), (rows, cols)), shape=(len(doc_ids), n_terms)
-        )
+        texts = [p.content for p in corpus]
+        return cls.from_texts(options, texts, progress=progress)
+
+    @classmethod
+    def from_texts(
+        cls, options: SparseOptions, texts: list[str], *, progress: bool = False
+    ) -> SparsePart:
+        """BM25 over ``texts`` (row ``i`` = ``texts[i]``)."""
+        counts, terms = _count_terms(Tokenizer(options.stemmer, options.stopwords), texts, progress)
+        return cls.from_counts(options, counts, terms, progress=progress)
+
+    @classmethod
+    def from_counts(
+        cls, options: SparseOptions, counts: sp.csr_matrix, terms: list[str], *, progress: bool
+    ) -> SparsePart:
+        """BM25 from document–term counts (``counts[d, t]``: occurrences of ``terms[t]`` in d).
+
+        Both building and live updates go through here, so an updated index scores exactly as
+        one built from scratch (a term's BM25 weight depends on counts, not on token order).
+        """
+        counts = sp.csr_matrix(counts)
         counts.sum_duplicates()
-        return cls(options, bm25, counts)
+        used = np.flatnonzero(np.bincount(counts.indices, minlength=len(terms)))
+        if len(used) < len(terms):  # terms left by deleted passages: drop them
+            counts = sp.csr_matrix(counts[:, used])
+            terms = [terms[t] for t in used.tolist()]
+        tokens = np.repeat(counts.indices, counts.data).tolist()
+        ends = np.cumsum(np.asarray(counts.sum(axis=1)).ravel().astype(np.int64)).tolist()
+        doc_ids = [tokens[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+        bm25 = bm25s.BM25(k1=options.k1, b=options.b, method=options.method)
+        vocab = {t: i for i, t in enumerate(terms)}
+        bm25.index((doc_ids, vocab), show_progress=progress, leave_progress=False)
+        doc_terms = sp.csr_matrix(
+            (counts.data.astype(np.int32), counts.indices, counts.indptr),
+            shape=(counts.shape[0], len(bm25.vocab_dict)),
+        )
+        return cls(options, bm25, doc_terms)
+
+    def reassembled(self, rows: list[int | str], *, progress: bool = False) -> SparsePart:
+        """A new part whose row ``i`` is this part's row ``rows[i]`` (an int) or the text
+        ``rows[i]`` (a str, tokenised now): only new texts are tokenised."""
+        terms = list(self.id_to_term())
+        vocab = dict(self.vocab)
+        tok = self.tokenizer
+        old = sp.csr_matrix(self.doc_terms)
+        indptr = [0]
+        indices: list[np.ndarray] = []
+        data: list[np.ndarray] = []
+        for r in tqdm(rows, desc="sparse: updating", unit="passage", disable=not progress):
+            if isinstance(r, str):
+                ids = [vocab.setdefault(t, len(vocab)) for t in tok(r)]
+                cols, cnt = np.unique(np.asarray(ids, np.int64), return_counts=True)
+            else:
+                lo, hi = old.indptr[r], old.indptr[r + 1]
+                cols, cnt = old.indices[lo:hi], old.data[lo:hi]
+            indices.append(np.asarray(cols, np.int64))
+            data.append(np.asarray(cnt, np.int32))
+            indptr.append(indptr[-1] + len(cols))
+        terms.extend(list(vocab)[len(terms) :])
+        counts = sp.csr_matrix(
+            (
+                np.concatenate(data) if data else np.zeros(0, np.int32),
+                np.concatenate(indices) if indices else np.zeros(0, np.int64),
+                np.asarray(indptr, np.int64),
+            ),
+            shape=(len(rows), len(terms)),
+        )
+        return type(self).from_counts(self.options, counts, terms, progress=False)
+
+    def update(
+        self,
+        change: Change,
+        parts: dict[str, IndexPart],
+        old_parts: dict[str, IndexPart],
+        *,
+        progress: bool = False,
+    ) -> SparsePart:
+        rows: list[int | str] = [*change.keep.tolist(), *(p.content for p in change.added_passages)]
+        return self.reassembled(rows, progress=progress)
 
     def save(self, folder: Path) -> None:
         self.bm25.save(str(folder / "bm25"), show_progress=False)
@@ -146,3 +207,21 @@ class SparsePart(IndexPart):
                 terms[i] = t
             self._terms = terms
         return self._terms
+
+
+def _count_terms(
+    tok: Tokenizer, texts: list[str], progress: bool
+) -> tuple[sp.csr_matrix, list[str]]:
+    """Document–term counts of ``texts`` and the terms (in order of first occurrence)."""
+    vocab: dict[str, int] = {}
+    doc_ids: list[list[int]] = []
+    for text in tqdm(texts, desc="sparse: tokenising", unit="passage", disable=not progress):
+        doc_ids.append([vocab.setdefault(t, len(vocab)) for t in tok(text)])
+    lengths = np.fromiter((len(d) for d in doc_ids), dtype=np.int64, count=len(doc_ids))
+    rows = np.repeat(np.arange(len(doc_ids)), lengths)
+    cols = np.fromiter((t for d in doc_ids for t in d), dtype=np.int64, count=int(lengths.sum()))
+    counts = sp.csr_matrix(
+        (np.ones(len(cols), dtype=np.int32), (rows, cols)), shape=(len(doc_ids), len(vocab))
+    )
+    counts.sum_duplicates()
+    return counts, list(vocab)

@@ -12,15 +12,24 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hopgraph.atomic import replace_folder
 from hopgraph.config import make_options
 from hopgraph.corpus import Corpus, Passage
-from hopgraph.errors import ConfigError, HopgraphError, IndexError_
+from hopgraph.errors import (
+    ConfigError,
+    DuplicateIdError,
+    HopgraphError,
+    IndexError_,
+    UnknownIdError,
+    UpdateError,
+)
 from hopgraph.index.manifest import (
     FORMAT,
     FORMAT_VERSION,
@@ -29,7 +38,7 @@ from hopgraph.index.manifest import (
     read_manifest,
     verify_files,
 )
-from hopgraph.index.part import IndexPart, available_parts, part_class
+from hopgraph.index.part import Change, IndexPart, available_parts, part_class
 
 PartOptions = dict[str, dict[str, Any]]
 
@@ -52,6 +61,7 @@ class Index:
         self.corpus = corpus
         self.parts: dict[str, IndexPart] = dict(parts or {})
         self.build_seconds: dict[str, float] = {}
+        self.update_seconds: dict[str, float] = {}  # of the last update, per part
         self.path: Path | None = None
 
     # -- building -------------------------------------------------------------------------
@@ -117,6 +127,68 @@ class Index:
             self.build_seconds[name] = time.perf_counter() - t0
             built.append(name)
         return built
+
+    # -- live updates ---------------------------------------------------------------------
+    def updated(
+        self,
+        add: Sequence[Passage] = (),
+        delete: Iterable[str] = (),
+        *,
+        progress: bool = False,
+    ) -> Index:
+        """A new index: this one without the passages ``delete`` and with ``add`` appended (in
+        that order). This index is not changed, so searches on it can go on meanwhile.
+
+        Every part is updated from its stored per-passage contributions: only the added
+        passages go through the models (tokenizer, encoder, NER, parser); global statistics
+        (document frequencies, vocabularies, graphs) are recomputed from the contributions, so
+        the result equals an index built from scratch on the final corpus. Raises
+        :class:`DuplicateIdError` / :class:`UnknownIdError` (nothing is changed) on bad ids.
+        """
+        add = list(add)
+        delete = list(dict.fromkeys(delete))
+        unknown = [i for i in delete if i not in self.corpus]
+        if unknown:
+            raise UnknownIdError(unknown)
+        seen: set[str] = set()
+        dup = [p.id for p in add if p.id in self.corpus or p.id in seen or seen.add(p.id)]
+        if dup:
+            raise DuplicateIdError(dup)
+        gone = {self.corpus.position(i) for i in delete}
+        keep = np.asarray([r for r in range(len(self.corpus)) if r not in gone], dtype=np.int64)
+        passages = [self.corpus[int(r)] for r in keep] + add
+        if not passages:
+            raise UpdateError("the update would leave the index empty; keep at least one passage")
+        corpus = Corpus(passages, source=self.corpus.source)
+        out = Index(corpus)
+        if not add and not delete:
+            out.parts = dict(self.parts)
+            return out
+        change = Change(self.corpus, corpus, keep, len(add))
+        order = _dependency_order(
+            list(self.parts), {n: asdict(p.options) for n, p in self.parts.items()}
+        )
+        for name in order:
+            part = self.parts[name]
+            deps = {d: out.parts[d] for d in part.requires_for(part.options)}
+            old_deps = {d: self.parts[d] for d in part.requires_for(part.options)}
+            t0 = time.perf_counter()
+            out.parts[name] = part.update(change, deps, old_deps, progress=progress)
+            out.build_seconds[name] = self.build_seconds.get(name, 0.0)
+            out.update_seconds[name] = time.perf_counter() - t0
+        return out
+
+    def add(self, passages: Sequence[Passage], *, progress: bool = False) -> None:
+        """Append ``passages`` to this index in place (see :meth:`updated`)."""
+        self._become(self.updated(add=passages, progress=progress))
+
+    def delete(self, ids: Iterable[str], *, progress: bool = False) -> None:
+        """Remove the passages ``ids`` from this index in place (see :meth:`updated`)."""
+        self._become(self.updated(delete=ids, progress=progress))
+
+    def _become(self, other: Index) -> None:
+        self.corpus, self.parts = other.corpus, other.parts
+        self.update_seconds = other.update_seconds
 
     # -- access ---------------------------------------------------------------------------
     def has(self, name: str) -> bool:

@@ -24,8 +24,8 @@ import scipy.sparse as sp
 
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
-from hopgraph.errors import ConfigError
-from hopgraph.index.part import IndexPart, register_part
+from hopgraph.errors import ConfigError, IndexError_
+from hopgraph.index.part import Change, IndexPart, register_part
 from hopgraph.text.ner import normalize_entity
 
 EXTRACTORS = ("spacy", "openie")
@@ -76,6 +76,8 @@ class TriplesPart(IndexPart):
         self.predicates = predicates
         self.triples = triples  # (n, 4) int32: subject, predicate, object, passage row
         self.info = info
+        self._raw: list[list[tuple[str, str, str]]] | None = None
+        self._raw_path: Path | None = None
         n_rows = int(info["passages"])
         rows = self.triples[:, 3]
         self.indptr = np.searchsorted(rows, np.arange(n_rows + 1)).astype(np.int64)
@@ -117,7 +119,12 @@ class TriplesPart(IndexPart):
         *,
         malformed: int = 0,
     ) -> TriplesPart:
-        """Intern ``per_passage`` (one list of (s, p, o) strings per passage row)."""
+        """Intern ``per_passage`` (one list of (s, p, o) strings per passage row).
+
+        The extractor's output is kept as it is (``raw_triples.json``): interning, surface
+        forms and ids depend on the whole corpus, so live updates re-run this on the kept
+        passages' stored triples plus the added passages' new ones.
+        """
         entities: list[str] = []
         ent_ids: dict[str, int] = {}
         predicates: list[str] = []
@@ -156,10 +163,56 @@ class TriplesPart(IndexPart):
             "predicates": len(predicates),
             "skipped_triples": int(malformed),
         }
-        return cls(options, entities, predicates, arr, info)
+        part = cls(options, entities, predicates, arr, info)
+        part._raw = [[tuple(t) for t in ts] for ts in per_passage]
+        return part
+
+    @property
+    def raw(self) -> list[list[tuple[str, str, str]]]:
+        """The extractor's triples of each passage (read from disk on first use)."""
+        if self._raw is None:
+            if self._raw_path is None or not self._raw_path.exists():
+                raise IndexError_(
+                    "this triples part was built before live updates were supported (it lacks "
+                    "raw_triples.json); rebuild the index to update it"
+                )
+            with open(self._raw_path, encoding="utf-8") as f:
+                self._raw = [[tuple(t) for t in ts] for ts in json.load(f)]
+        return self._raw
+
+    def update(
+        self,
+        change: Change,
+        parts: dict[str, IndexPart],
+        old_parts: dict[str, IndexPart],
+        *,
+        progress: bool = False,
+    ) -> TriplesPart:
+        """The parser runs on the added passages only; entities and predicates are interned
+        again over every passage's stored triples (a deleted passage's names go with it)."""
+        o = self.options
+        if o.extractor == "openie":
+            raise ConfigError(
+                "a triples part read from an OpenIE file (docs in corpus order) cannot be "
+                "updated: the file has no triples for other passages; rebuild with a new file, "
+                "or use extractor=spacy"
+            )
+        raw = self.raw
+        added = change.added_passages
+        new: list[list[tuple[str, str, str]]] = []
+        if added:
+            from hopgraph.text.triples import SpacyTripleExtractor
+
+            extractor = SpacyTripleExtractor(o.spacy_model, n_process=1, batch_size=o.batch_size)
+            new = extractor.extract(
+                [p.text for p in added], titles=[p.title for p in added], progress=progress
+            )
+        return type(self).from_triples(o, [raw[r] for r in change.keep.tolist()] + new)
 
     def save(self, folder: Path) -> None:
         np.save(folder / "triples.npy", self.triples)
+        with open(folder / "raw_triples.json", "w", encoding="utf-8") as f:
+            json.dump(self.raw, f, ensure_ascii=False)
         (folder / "vocab.json").write_text(
             json.dumps({"entities": self.entities, "predicates": self.predicates})
         )
@@ -170,7 +223,9 @@ class TriplesPart(IndexPart):
         vocab = json.loads((folder / "vocab.json").read_text())
         info = json.loads((folder / "info.json").read_text())
         triples = np.load(folder / "triples.npy")  # small, and indexed one triple at a time
-        return cls(options, vocab["entities"], vocab["predicates"], triples, info)
+        part = cls(options, vocab["entities"], vocab["predicates"], triples, info)
+        part._raw_path = folder / "raw_triples.json"
+        return part
 
     def stats(self) -> dict[str, Any]:
         return dict(self.info)

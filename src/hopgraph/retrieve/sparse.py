@@ -105,6 +105,8 @@ def _feedback_model(sparse, rows: np.ndarray, scores: np.ndarray, n_terms: int) 
             acc[t] = acc.get(t, 0.0) + v
     if not acc:
         return {}
-    top = sorted(acc.items(), key=lambda x: (-x[1], x[0]))[:n_terms]
+    # ties broken by the term itself, not its id: ids depend on the order passages arrived in
+    terms = sparse.id_to_term()
+    top = sorted(acc.items(), key=lambda x: (-x[1], terms[x[0]]))[:n_terms]
     total = sum(v for _, v in top)
     return {t: v / total for t, v in top} if total > 0 else {}

@@ -1,0 +1,212 @@
+"""Live updates: after any sequence of adds and deletes, every part and every method gives what
+an index built from scratch on the final corpus gives."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hopgraph.corpus import Corpus, Passage
+from hopgraph.errors import (
+    ConfigError,
+    DuplicateIdError,
+    IndexError_,
+    UnknownIdError,
+    UpdateError,
+)
+from hopgraph.index import Index
+from hopgraph.retrieve import get_retriever, list_methods
+
+ALL_PARTS = [
+    "sparse",
+    "dense",
+    "entities",
+    "links",
+    "corpus_graph",
+    "triples",
+    "partial_triples",
+    "same_as",
+]
+ALL_OPTIONS = {
+    "entities": {"title_aliases": True},
+    "corpus_graph": {"shared_entities": True, "entity_max_df": 4},
+}
+FAST_PARTS = ["sparse", "entities", "links", "corpus_graph"]
+FAST_OPTIONS = {
+    "entities": {"title_aliases": True},
+    "corpus_graph": {"knn": 0, "shared_entities": True, "entity_max_df": 4},
+}
+
+
+def _edited(p: Passage) -> Passage:
+    """``p`` with other text under the same id (a delete, then an add, replaces a passage)."""
+    words = p.text.split()
+    half = len(words) // 2
+    return dataclasses.replace(p, text=" ".join(words[half:] + words[:half]))
+
+
+def _random_updates(corpus: Corpus, start: int, steps: int, seed: int):
+    """``steps`` (add, delete) pairs: the index starts with the first ``start`` passages; the
+    rest arrive over time, some passages leave and some come back edited."""
+    rng = random.Random(seed)
+    present = [p.id for p in corpus[:start]]
+    waiting = list(corpus[start:])
+    gone: list[Passage] = []
+    by_id = {p.id: p for p in corpus}
+    for _ in range(steps):
+        n_del = rng.randint(0, min(3, len(present) - 2))
+        delete = rng.sample(present, n_del)
+        add = [waiting.pop(0) for _ in range(min(len(waiting), rng.randint(0, 6)))]
+        if gone and rng.random() < 0.5:
+            add.append(_edited(gone.pop(rng.randrange(len(gone)))))
+        present = [i for i in present if i not in delete] + [p.id for p in add]
+        gone.extend(by_id[i] for i in delete)
+        yield add, delete
+
+
+def assert_same_rankings(updated: Index, rebuilt: Index, methods, queries, k: int = 10) -> None:
+    for name, params in methods:
+        a, b = get_retriever(updated, name, **params), get_retriever(rebuilt, name, **params)
+        for q in queries:
+            ra, rb = a.search(q, k), b.search(q, k)
+            assert ra.ids == rb.ids, (name, q)
+            np.testing.assert_allclose(ra.scores, rb.scores, rtol=1e-5, atol=1e-6)
+
+
+def assert_same_fast_parts(updated: Index, rebuilt: Index, queries) -> None:
+    """Part by part: the structures themselves, not only what the methods read from them."""
+    for q in queries:
+        sa, sb = updated.part("sparse"), rebuilt.part("sparse")
+        np.testing.assert_array_equal(sa.scores(q), sb.scores(q))
+    assert updated.part("sparse").stats() == rebuilt.part("sparse").stats()
+    ea, eb = updated.part("entities"), rebuilt.part("entities")
+    assert ea.names == eb.names and ea.aliases == eb.aliases
+    assert (ea.mentions != eb.mentions).nnz == 0 and (ea.owns != eb.owns).nnz == 0
+    la, lb = updated.part("links"), rebuilt.part("links")
+    assert (la.links != lb.links).nnz == 0
+    np.testing.assert_array_equal(la.doc >= 0, lb.doc >= 0)
+    np.testing.assert_array_equal(la.chunk, lb.chunk)
+    ga, gb = updated.part("corpus_graph"), rebuilt.part("corpus_graph")
+    assert (ga.adjacency != gb.adjacency).nnz == 0 and ga.info == gb.info
+
+
+@pytest.fixture(scope="module")
+def model_folders(tmp_path_factory):
+    """An untrained cross-encoder and GAT ranker: the update property is about the index, so
+    random weights do (any change in the candidates or features would change their scores)."""
+    import torch
+
+    from hopgraph.models.gat import GATRanker, save_ranker
+    from hopgraph.training.reranker import RerankerConfig, load_base_model, save_reranker
+
+    torch.manual_seed(0)
+    root = tmp_path_factory.mktemp("models")
+    model, tok = load_base_model(RerankerConfig(layers=1, max_length=64))
+    save_reranker(model, tok, root / "ce", {"max_length": 64})
+    save_ranker(GATRanker(1 + 2 * 384, hidden=8, heads=2, layers=2, fc_hidden=4), root / "gat")
+    return {"ce": str(root / "ce"), "gat": str(root / "gat")}
+
+
+def _every_method(models: dict[str, str]) -> list[tuple[str, dict]]:
+    needs_model = {"rerank": "ce", "gar": "ce", "fastinsight": "ce", "grapher_gat": "gat"}
+    out = []
+    for name in list_methods():
+        params = {"model": models[needs_model[name]]} if name in needs_model else {}
+        out.append((name, params))
+    return out
+
+
+def test_every_method_after_updates_equals_a_rebuild(demo_dataset, model_folders, tmp_path):
+    corpus = demo_dataset.corpus
+    queries = [q.text for q in demo_dataset.questions]
+    index = Index.build(Corpus(corpus[:28]), ALL_PARTS, ALL_OPTIONS, progress=False)
+    methods = _every_method(model_folders)
+    assert {m for m, _ in methods} >= {"griever", "graph", "grapher_gat", "fastinsight", "rrf"}
+    for step, (add, delete) in enumerate(_random_updates(corpus, 28, 3, seed=7)):
+        index = index.updated(add=add, delete=delete)
+        if step == 1:  # what is saved is enough to go on updating
+            index.save(tmp_path / "ix")
+            index = Index.load(tmp_path / "ix")
+    rebuilt = Index.build(index.corpus, ALL_PARTS, ALL_OPTIONS, progress=False)
+    assert index.corpus.ids == rebuilt.corpus.ids and len(index.corpus) > 28
+    assert_same_rankings(index, rebuilt, methods, queries)
+    for name in ALL_PARTS:
+        assert index.part(name).stats() == rebuilt.part(name).stats(), name
+    index.save(tmp_path / "final")  # and the result loads and answers
+    assert get_retriever(Index.load(tmp_path / "final"), "griever").search(queries[0], 5).ids
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(seed=st.integers(0, 10**6), start=st.integers(3, 40), steps=st.integers(1, 4))
+def test_any_update_sequence_equals_a_rebuild(demo_dataset, seed, start, steps):
+    corpus = demo_dataset.corpus
+    queries = [q.text for q in demo_dataset.questions[:6]]
+    index = Index.build(Corpus(corpus[:start]), FAST_PARTS, FAST_OPTIONS, progress=False)
+    for add, delete in _random_updates(corpus, start, steps, seed):
+        index = index.updated(add=add, delete=delete)
+    rebuilt = Index.build(index.corpus, FAST_PARTS, FAST_OPTIONS, progress=False)
+    assert_same_fast_parts(index, rebuilt, queries)
+    methods = [("bm25", {}), ("bm25_rm3", {}), ("graph", {}), ("tfidf_graph", {})]
+    assert_same_rankings(index, rebuilt, methods, queries)
+
+
+def test_add_and_delete_change_the_index_in_place(demo_dataset):
+    corpus = demo_dataset.corpus
+    index = Index.build(Corpus(corpus[:10]), ["sparse"], progress=False)
+    before = index.parts["sparse"]
+    index.add(corpus[10:12])
+    assert len(index) == 12 and index.parts["sparse"] is not before
+    assert index.update_seconds["sparse"] >= 0
+    index.delete([corpus[0].id])
+    assert corpus[0].id not in index.corpus and len(index.part("sparse").doc_lengths) == 11
+    hit = get_retriever(index, "bm25").search(corpus[11].title + " " + corpus[11].text, 1)
+    assert hit.ids == [corpus[11].id]
+
+
+def test_bad_updates_raise_and_change_nothing(demo_dataset):
+    corpus = demo_dataset.corpus
+    index = Index.build(Corpus(corpus[:5]), ["sparse"], progress=False)
+    ids = index.corpus.ids
+    with pytest.raises(DuplicateIdError, match="already in the index or given twice") as err:
+        index.updated(add=[corpus[0]])
+    assert err.value.ids == [corpus[0].id]
+    with pytest.raises(DuplicateIdError):
+        index.add([corpus[6], corpus[6]])
+    with pytest.raises(UnknownIdError) as unknown:
+        index.delete(["no-such-id", ids[0]])
+    assert unknown.value.ids == ["no-such-id"]
+    with pytest.raises(UpdateError, match="empty"):
+        index.delete(ids)
+    assert index.corpus.ids == ids and index.part("sparse").n_docs == 5
+
+
+def test_parts_without_per_passage_records_ask_for_a_rebuild(demo_dataset):
+    corpus = demo_dataset.corpus
+    index = Index.build(Corpus(corpus[:8]), ["sparse", "entities"], progress=False)
+    index.part("entities").raw = None  # as an index written before live updates
+    with pytest.raises(IndexError_, match="rebuild the index"):
+        index.updated(add=[corpus[9]])
+
+
+def test_openie_triples_cannot_be_updated(demo_dataset, tmp_path):
+    import json
+
+    corpus = Corpus(demo_dataset.corpus[:3])
+    docs = [{"title": p.title, "extracted_triples": [[p.title, "is", "a thing"]]} for p in corpus]
+    path = tmp_path / "openie.json"
+    path.write_text(json.dumps({"docs": docs}))
+    index = Index.build(
+        corpus, ["triples"], {"triples": {"extractor": "openie", "openie_file": str(path)}}
+    )
+    assert index.part("triples").info["triples"] == 3
+    with pytest.raises(ConfigError, match="OpenIE file"):
+        index.updated(delete=[corpus[0].id])
