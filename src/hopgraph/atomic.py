@@ -1,12 +1,16 @@
 """Crash-safe folder writes: build a folder next to its destination, then swap it in.
 
-A crash at any point leaves either the previous folder or the new one, never a mix.
+A crash at any point leaves either the previous folder or the new one, never a mix (see
+:func:`replace_folder`; readers call :func:`recover_folder` first).
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,17 +38,29 @@ def fsync_tree(root: Path) -> None:
 @contextmanager
 def replace_folder(path: Path) -> Iterator[Path]:
     """Yield an empty temporary folder beside ``path``; when the block ends without error,
-    sync it to disk and rename it to ``path`` (an existing ``path`` is moved aside and removed);
-    on error, remove it and leave ``path`` as it was."""
+    sync it to disk and swap it in for ``path``; on error, remove it and leave ``path`` as it
+    was.
+
+    The swap is one atomic ``renameat2(RENAME_EXCHANGE)`` where the kernel and file system
+    have it (Linux: ext4, xfs, btrfs, tmpfs, overlayfs), so ``path`` always names a complete
+    folder. Elsewhere ``path`` is renamed aside and the new folder renamed in: a crash between
+    the two renames leaves no ``path`` but the previous folder beside it, which
+    :func:`recover_folder` (called by every reader) renames back.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_debris(path)
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
         yield tmp
         fsync_tree(tmp)
+        if path.exists() and _exchange(tmp, path):
+            fsync_dir(path.parent)
+            shutil.rmtree(tmp, ignore_errors=True)  # now the previous folder
+            return
         old = None
         if path.exists():
-            old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
+            old = path.parent / f".{path.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
             os.rename(path, old)
         os.rename(tmp, path)
         fsync_dir(path.parent)
@@ -53,3 +69,76 @@ def replace_folder(path: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def recover_folder(path: Path) -> None:
+    """If a writer died between the two renames of :func:`replace_folder`'s fallback, put the
+    previous folder back at ``path``."""
+    if path.exists():
+        return
+    olds = sorted(
+        path.parent.glob(f".{path.name}.old-*"), key=lambda p: p.stat().st_mtime, reverse=True
+    )
+    for old in olds:
+        try:
+            os.rename(old, path)
+        except OSError:
+            continue
+        fsync_dir(path.parent)
+        return
+
+
+def remove_debris(path: Path) -> None:
+    """Remove the temporary and previous folders that writers killed mid-write left beside
+    ``path`` (only those of processes no longer running: a live writer keeps its own)."""
+    recover_folder(path)
+    for p in path.parent.glob(f".{path.name}.*-*-*"):
+        kind, _, rest = p.name[len(path.name) + 2 :].partition("-")
+        pid = rest.partition("-")[0]
+        if kind in ("tmp", "old") and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+_renameat2: object | None = None
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap the names ``a`` and ``b``; False where the system cannot."""
+    global _renameat2
+    if sys.platform != "linux":
+        return False
+    if _renameat2 is None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fn = libc.renameat2
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+            fn.argtypes += [ctypes.c_uint]
+            fn.restype = ctypes.c_int
+            _renameat2 = fn
+        except (OSError, AttributeError):
+            _renameat2 = False
+    if not _renameat2:
+        return False
+    rc = _renameat2(  # type: ignore[operator]
+        _AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE
+    )
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV):
+        return False
+    raise OSError(err, os.strerror(err), str(b))

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.atomic import replace_folder
+from hopgraph.atomic import recover_folder, replace_folder
 from hopgraph.config import make_options
 from hopgraph.corpus import Corpus, Passage
 from hopgraph.errors import (
@@ -256,6 +256,7 @@ class Index:
     def load(cls, path: str | os.PathLike[str], *, mmap: bool = True, verify: bool = True) -> Index:
         """Load an index folder; a missing, partial, corrupt or incompatible one raises."""
         root = Path(path).resolve()
+        recover_folder(root)  # a writer killed between two renames (see replace_folder)
         manifest = read_manifest(root)
         verify_files(root, manifest, checksums=verify)
         corpus = _read_passages(root / "passages.jsonl")
