@@ -848,3 +848,18 @@ def test_real_scifact(data_dir):
 def test_real_sql_sets_are_not_corpora(data_dir, name):
     with pytest.raises(CorpusError, match="cannot tell the format"):
         load_corpus(_real(data_dir, name))
+
+
+def test_passages_jsonl_is_read_with_its_metadata(tmp_path):
+    path = tmp_path / "new.jsonl"
+    path.write_text(
+        '{"id": "a", "title": "A", "text": "Alpha.", "metadata": {"links": ["b"]}}\n'
+        '{"id": 7, "text": "Seven.", "source": "wiki"}\n'
+    )
+    assert detect_format(path) == "passages"
+    c = load_corpus(path)
+    assert c.ids == ["a", "7"] and c[0].metadata == {"links": ["b"]}
+    assert c[1].title == "" and c[1].metadata == {"source": "wiki"}
+    path.write_text('{"id": "a", "text": "Alpha."}\n{"id": "b", "text": ""}\n')
+    with pytest.raises(CorpusError, match=r"new.jsonl:2"):
+        load_corpus(path)

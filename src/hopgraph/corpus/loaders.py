@@ -46,6 +46,7 @@ FORMATS: dict[str, str] = {
     "musique": "MuSiQue raw .jsonl/.json (records with paragraphs)",
     "hipporag": "HippoRAG *_corpus.json (list of title/text)",
     "text": "folder of .txt/.md files",
+    "passages": ".jsonl of passages {id, title, text, metadata} (an index's passages.jsonl)",
 }
 
 _BOM = b"\xef\xbb\xbf"
@@ -248,7 +249,9 @@ def _detect(path: Path) -> tuple[str, Any]:
         first = _first_jsonl_record(path)
         if isinstance(first, dict) and "paragraphs" in first:
             return "musique", None
-        raise _unknown(path, " (a .jsonl file whose records have no 'paragraphs')")
+        if isinstance(first, dict) and "text" in first and ("id" in first or "idx" in first):
+            return "passages", None
+        raise _unknown(path, " (a .jsonl file of neither passages nor 'paragraphs' records)")
     if name.endswith(".json"):
         data = _load_json(path)
         first = data[0] if isinstance(data, list) and data else None
@@ -305,6 +308,28 @@ def _unified_corpus(folder: Path) -> list[Passage]:
         seen[pid] = lineno
         meta = {k: v for k, v in rec.items() if k not in ("idx", "title", "text")}
         passages.append(Passage(pid, title, text, meta))
+    return passages
+
+
+def _passages_file(path: Path) -> list[Passage]:
+    """A .jsonl of passages: ``id`` (or ``idx``), ``text``, optional ``title`` and ``metadata``
+    (other fields go to the metadata too)."""
+    passages: list[Passage] = []
+    seen: dict[str, int] = {}
+    for lineno, rec in _iter_jsonl(path):
+        where = _Where(path, lineno)
+        key = "id" if "id" in rec else "idx"
+        pid = _id_value(_require(rec, key, where), key, where)
+        title = _str_value(rec.get("title", ""), "title", where)
+        text = _str_value(_require(rec, "text", where), "text", where, nonempty=True)
+        if pid in seen:
+            raise where.error(f"duplicate {key} {pid} (first on line {seen[pid]})")
+        seen[pid] = lineno
+        meta = rec.get("metadata") or {}
+        if not isinstance(meta, dict):
+            raise where.error("'metadata' must be an object")
+        extra = {k: v for k, v in rec.items() if k not in (key, "title", "text", "metadata")}
+        passages.append(Passage(pid, title, text, {**extra, **meta}))
     return passages
 
 
@@ -747,6 +772,8 @@ def load_corpus(
         passages, _, _ = _musique(p, data, with_questions=False, include_incomplete=True)
     elif kind == "hipporag":
         passages = _hipporag_corpus(p)
+    elif kind == "passages":
+        passages = _passages_file(p)
     else:  # text
         _need_dir(p, kind)
         return _make_corpus(_text_corpus(p, chunk_words), p)
