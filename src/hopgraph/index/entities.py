@@ -164,7 +164,9 @@ class EntityPart(IndexPart):
         raw = sp.csr_matrix(sp.vstack([old, counts]))
         used = np.flatnonzero(np.bincount(raw.indices, minlength=len(keys)))
         raw = sp.csr_matrix(raw[:, used])
-        return type(self).assemble(change.new, self.options, raw, [keys[j] for j in used])
+        part = type(self).assemble(change.new, self.options, raw, [keys[j] for j in used])
+        part._extractor = self._extractor  # loaded once (a spaCy pipeline takes seconds)
+        return part
 
     def save(self, folder: Path) -> None:
         (folder / "entities.json").write_text(json.dumps(self.names, ensure_ascii=False))

@@ -15,6 +15,7 @@ as a subject or object: the filter GRIEVER's later iterations use).
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -201,10 +202,7 @@ class TriplesPart(IndexPart):
         added = change.added_passages
         new: list[list[tuple[str, str, str]]] = []
         if added:
-            from hopgraph.text.triples import SpacyTripleExtractor
-
-            extractor = SpacyTripleExtractor(o.spacy_model, n_process=1, batch_size=o.batch_size)
-            new = extractor.extract(
+            new = _extractor(o.spacy_model, o.batch_size).extract(
                 [p.text for p in added], titles=[p.title for p in added], progress=progress
             )
         return type(self).from_triples(o, [raw[r] for r in change.keep.tolist()] + new)
@@ -255,3 +253,18 @@ class TriplesPart(IndexPart):
             "subjects": sorted({e[s] for s in t[:, 0].tolist()}),
             "objects": sorted({e[o] for o in t[:, 2].tolist()}),
         }
+
+
+_EXTRACTORS: dict[tuple[str, int], Any] = {}
+_EXTRACTORS_LOCK = threading.Lock()
+
+
+def _extractor(model: str, batch_size: int) -> Any:
+    """The spaCy triple extractor for updates, loaded once per process (a load takes ~1 s)."""
+    from hopgraph.text.triples import SpacyTripleExtractor
+
+    with _EXTRACTORS_LOCK:
+        key = (model, batch_size)
+        if key not in _EXTRACTORS:
+            _EXTRACTORS[key] = SpacyTripleExtractor(model, n_process=1, batch_size=batch_size)
+        return _EXTRACTORS[key]
