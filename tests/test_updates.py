@@ -4,6 +4,7 @@ an index built from scratch on the final corpus gives."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 
 import numpy as np
@@ -13,9 +14,8 @@ from hypothesis import strategies as st
 
 from hopgraph.corpus import Corpus, Passage
 from hopgraph.errors import (
-    ConfigError,
     DuplicateIdError,
-    IndexError_,
+    NotUpdatableError,
     UnknownIdError,
     UpdateError,
 )
@@ -193,7 +193,7 @@ def test_parts_without_per_passage_records_ask_for_a_rebuild(demo_dataset):
     corpus = demo_dataset.corpus
     index = Index.build(Corpus(corpus[:8]), ["sparse", "entities"], progress=False)
     index.part("entities").raw = None  # as an index written before live updates
-    with pytest.raises(IndexError_, match="rebuild the index"):
+    with pytest.raises(NotUpdatableError, match="rebuild the index"):
         index.updated(add=[corpus[9]])
 
 
@@ -208,5 +208,42 @@ def test_openie_triples_cannot_be_updated(demo_dataset, tmp_path):
         corpus, ["triples"], {"triples": {"extractor": "openie", "openie_file": str(path)}}
     )
     assert index.part("triples").info["triples"] == 3
-    with pytest.raises(ConfigError, match="OpenIE file"):
+    with pytest.raises(NotUpdatableError, match="OpenIE file"):
         index.updated(delete=[corpus[0].id])
+
+
+def test_one_update_can_replace_a_passage(demo_dataset):
+    corpus = demo_dataset.corpus
+    index = Index.build(Corpus(corpus[:6]), ["sparse"], progress=False)
+    edited = dataclasses.replace(corpus[2], text="Completely new words about lighthouses.")
+    new = index.updated(add=[edited], delete=[corpus[2].id])
+    assert new.corpus.ids[-1] == corpus[2].id and new.corpus.get(corpus[2].id).text == edited.text
+    assert get_retriever(new, "bm25").search("lighthouses", 1).ids == [corpus[2].id]
+
+
+def test_passages_without_id_or_text_are_refused_clearly(demo_dataset):
+    index = Index.build(Corpus(demo_dataset.corpus[:4]), ["sparse"], progress=False)
+    with pytest.raises(UpdateError, match="'q' has empty text") as err:
+        index.updated(add=[Passage("q", "t", "  ")])
+    assert "/" not in str(err.value)  # no folder path in the message
+    with pytest.raises(UpdateError, match="string id"):
+        index.updated(add=[Passage(5, "t", "text")])  # type: ignore[arg-type]
+
+
+def test_a_server_and_the_cli_take_turns_and_lose_no_update(demo_dataset, tmp_path):
+    from hopgraph.atomic import writer_lock
+    from hopgraph.errors import WriterBusyError
+    from hopgraph.serve.state import ServedIndex
+
+    corpus = demo_dataset.corpus
+    path = tmp_path / "ix"
+    Index.build(Corpus(corpus[:6]), ["sparse"], progress=False).save(path)
+    served = ServedIndex(path)
+    with writer_lock(path):  # what `hopgraph add` does, while the server runs
+        with pytest.raises(WriterBusyError, match=f"pid {os.getpid()}"):
+            with writer_lock(path, timeout=0.2):
+                pass
+        Index.load(path).updated(add=[corpus[6]]).save(path)
+    served.update(add=[corpus[7]])  # starts from the folder, not from its stale snapshot
+    assert Index.load(path).corpus.ids == [p.id for p in corpus[:8]]
+    assert served.snapshot.index.corpus.ids == [p.id for p in corpus[:8]]

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import os
 import shutil
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -142,3 +144,35 @@ def _exchange(a: Path, b: Path) -> bool:
     if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV):
         return False
     raise OSError(err, os.strerror(err), str(b))
+
+
+@contextmanager
+def writer_lock(path: Path, *, timeout: float = 60.0) -> Iterator[None]:
+    """Hold the writer lock of the folder ``path`` (an advisory ``flock`` on ``.NAME.lock``
+    beside it) for the block: two updaters of one index (a server and ``hopgraph add``) take
+    turns instead of one silently undoing the other. Waits up to ``timeout`` seconds, then
+    raises :class:`~hopgraph.errors.WriterBusyError` naming the holder."""
+    from hopgraph.errors import WriterBusyError
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.parent / f".{path.name}.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "?"
+                    raise WriterBusyError(
+                        f"{path} is being updated by another process ({holder}); "
+                        f"waited {timeout:.0f}s"
+                    ) from None
+                time.sleep(0.05)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} {' '.join(sys.argv[:2])}".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

@@ -47,3 +47,12 @@ class UnknownIdError(UpdateError):
         shown = ", ".join(repr(i) for i in ids[:5]) + (" ..." if len(ids) > 5 else "")
         super().__init__(f"{len(ids)} passage id(s) not in the index: {shown}")
         self.ids = ids
+
+
+class NotUpdatableError(UpdateError):
+    """A part that cannot be updated in place (an OpenIE triples file, an index written before
+    live updates, a part without ``update``): rebuild the index instead."""
+
+
+class WriterBusyError(UpdateError):
+    """Another process holds the index folder's writer lock (a server, or another update)."""

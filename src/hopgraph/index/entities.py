@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from hopgraph.config import in_unit_interval, option, positive
 from hopgraph.corpus import Corpus
-from hopgraph.errors import IndexError_
+from hopgraph.errors import NotUpdatableError
 from hopgraph.graph.bipartite import BipartiteGraph, build_bipartite
 from hopgraph.index.part import Change, IndexPart, register_part
 from hopgraph.text.ner import EntityExtractor, make_extractor, normalize_entity, strip_disambiguator
@@ -152,7 +152,7 @@ class EntityPart(IndexPart):
         """NER runs on the added passages only; aliases, frequencies and filters are recomputed
         from every passage's stored mentions (a deleted passage takes its mentions with it)."""
         if self.raw is None or self.raw_keys is None:
-            raise IndexError_(
+            raise NotUpdatableError(
                 "this entities part was built before live updates were supported (it lacks the "
                 "per-passage mentions); rebuild the index to update it"
             )

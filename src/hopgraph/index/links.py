@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
-from hopgraph.errors import CorpusError, IndexError_
+from hopgraph.errors import CorpusError, NotUpdatableError
 from hopgraph.index.entities import title_alias_map
 from hopgraph.index.part import Change, IndexPart, register_part
 from hopgraph.text.ner import make_extractor, normalize_entity, strip_disambiguator
@@ -114,7 +114,7 @@ class LinksPart(IndexPart):
         if not o.title_mentions:
             return type(self).assemble(change.new, o, None, [])
         if self.raw is None:
-            raise IndexError_(
+            raise NotUpdatableError(
                 "this links part was built before live updates were supported (it lacks the "
                 "per-passage mentions); rebuild the index to update it"
             )

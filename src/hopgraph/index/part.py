@@ -82,9 +82,9 @@ class IndexPart(ABC):
         parts before the update. Only the added passages may go through models; the result must
         equal :meth:`build_from` on ``change.new``.
         """
-        from hopgraph.errors import ConfigError
+        from hopgraph.errors import NotUpdatableError
 
-        raise ConfigError(
+        raise NotUpdatableError(
             f"the {self.name!r} part cannot be updated in place; rebuild the index instead"
         )
 

@@ -9,6 +9,7 @@ Layout of an index folder::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -63,6 +64,7 @@ class Index:
         self.build_seconds: dict[str, float] = {}
         self.update_seconds: dict[str, float] = {}  # of the last update, per part
         self.path: Path | None = None
+        self.manifest_digest: str | None = None  # of the folder it was loaded from
 
     # -- building -------------------------------------------------------------------------
     @classmethod
@@ -137,7 +139,8 @@ class Index:
         progress: bool = False,
     ) -> Index:
         """A new index: this one without the passages ``delete`` and with ``add`` appended (in
-        that order). This index is not changed, so searches on it can go on meanwhile.
+        that order: an id both deleted and added is replaced). This index is not changed, so
+        searches on it can go on meanwhile.
 
         Every part is updated from its stored per-passage contributions: only the added
         passages go through the models (tokenizer, encoder, NER, parser); global statistics
@@ -150,8 +153,15 @@ class Index:
         unknown = [i for i in delete if i not in self.corpus]
         if unknown:
             raise UnknownIdError(unknown)
+        for p in add:
+            if not isinstance(p, Passage) or not isinstance(p.id, str) or not p.id:
+                raise UpdateError(f"passages need a non-empty string id, got {p!r:.80}")
+            if not isinstance(p.text, str) or not p.text.strip():
+                raise UpdateError(f"passage {p.id!r} has empty text")
+        # deleting an id and adding it again in one update replaces the passage
+        taken = set(self.corpus.ids) - set(delete)
         seen: set[str] = set()
-        dup = [p.id for p in add if p.id in self.corpus or p.id in seen or seen.add(p.id)]
+        dup = [p.id for p in add if p.id in taken or p.id in seen or seen.add(p.id)]
         if dup:
             raise DuplicateIdError(dup)
         gone = {self.corpus.position(i) for i in delete}
@@ -257,6 +267,7 @@ class Index:
         """Load an index folder; a missing, partial, corrupt or incompatible one raises."""
         root = Path(path).resolve()
         recover_folder(root)  # a writer killed between two renames (see replace_folder)
+        digest = manifest_digest(root)
         manifest = read_manifest(root)
         verify_files(root, manifest, checksums=verify)
         corpus = _read_passages(root / "passages.jsonl")
@@ -280,7 +291,17 @@ class Index:
             if meta.get("build_seconds") is not None:
                 index.build_seconds[name] = meta["build_seconds"]
         index.path = root
+        index.manifest_digest = digest
         return index
+
+
+def manifest_digest(root: Path) -> str | None:
+    """sha256 of the folder's manifest (which lists every file's checksum): it changes with
+    every save, so a reader can tell whether the folder still holds what it loaded."""
+    try:
+        return hashlib.sha256((Path(root) / MANIFEST).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _dependency_order(names: list[str], options: PartOptions) -> list[str]:

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
-from hopgraph.errors import ConfigError, IndexError_
+from hopgraph.errors import ConfigError, NotUpdatableError
 from hopgraph.index.part import Change, IndexPart, register_part
 from hopgraph.text.ner import normalize_entity
 
@@ -173,7 +173,7 @@ class TriplesPart(IndexPart):
         """The extractor's triples of each passage (read from disk on first use)."""
         if self._raw is None:
             if self._raw_path is None or not self._raw_path.exists():
-                raise IndexError_(
+                raise NotUpdatableError(
                     "this triples part was built before live updates were supported (it lacks "
                     "raw_triples.json); rebuild the index to update it"
                 )
@@ -193,7 +193,7 @@ class TriplesPart(IndexPart):
         again over every passage's stored triples (a deleted passage's names go with it)."""
         o = self.options
         if o.extractor == "openie":
-            raise ConfigError(
+            raise NotUpdatableError(
                 "a triples part read from an OpenIE file (docs in corpus order) cannot be "
                 "updated: the file has no triples for other passages; rebuild with a new file, "
                 "or use extractor=spacy"
