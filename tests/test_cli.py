@@ -188,3 +188,29 @@ def test_eval_pool_by_searches_each_pool_alone(tmp_path):
     for row in data["per_query"]:  # only the question's own database is searched
         db = {"q1": "shop", "q2": "zoo"}[row["id"]]
         assert row["top10"] and all(pid.startswith(db + ".") for pid in row["top10"])
+
+
+def test_add_then_delete_update_the_index_on_disk(tmp_path, demo_dataset):
+    from hopgraph.index import Index
+
+    out = tmp_path / "ix"
+    first, rest = demo_dataset.corpus[:20], demo_dataset.corpus[20:]
+    src = tmp_path / "first.jsonl"
+    src.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in first))
+    new = tmp_path / "new.jsonl"
+    new.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in rest))
+    r = run("index", str(src), "-o", str(out), "--parts", "sparse,entities,links", "-q")
+    assert r.exit_code == 0, r.output
+    r = run("add", str(out), str(new), "-q")
+    assert r.exit_code == 0, r.output
+    assert f"+{len(rest)} -0 passages, now {len(demo_dataset.corpus)}" in r.output
+    r = run("delete", str(out), first[0].id, first[1].id, "-q")
+    assert r.exit_code == 0, r.output
+    index = Index.load(out)
+    assert index.corpus.ids == [p.id for p in demo_dataset.corpus[2:]]
+    r = run("delete", str(out), "no-such-id")
+    assert r.exit_code != 0 and "not in the index" in str(r.exception)
+    r = run("add", str(out), str(new))
+    assert r.exit_code != 0 and "already in the index" in str(r.exception)
+    r = run("delete", str(out))
+    assert r.exit_code != 0 and "give the ids" in r.output

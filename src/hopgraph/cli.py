@@ -1,7 +1,8 @@
-"""The ``hopgraph`` command line: index, search, eval, convert, info, methods, demo."""
+"""The ``hopgraph`` command line: index, search, eval, convert, info, methods, demo, serve."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -102,6 +103,58 @@ def search_cmd(index_dir, query, k, method, sets, as_json) -> None:
         click.echo(f"{rank:>3}. [{hit.id}] {p.title}  score={hit.score:.4f}")
         click.echo(f"     {_short(p.text)}")
         click.echo(f"     why: {_why(hit.why)}")
+
+
+@cli.command("add")
+@click.argument("index_dir", type=click.Path())
+@click.argument("passages")
+@click.option("--chunk-words", type=int, default=None, help="split passages longer than this")
+@click.option("--format", "fmt", default="auto", show_default=True, help="passages file format")
+@click.option("-q", "--quiet", is_flag=True, help="no progress bars")
+def add_cmd(index_dir, passages, chunk_words, fmt, quiet) -> None:
+    """Add the passages in PASSAGES (a file or folder in any supported format) to INDEX_DIR.
+
+    Every part is updated in place: only the new passages go through the models, and the
+    result is the index a fresh build on the new corpus gives. The write is atomic.
+    """
+    from hopgraph.corpus import load_corpus
+
+    new = load_corpus(Path(passages).expanduser(), chunk_words=chunk_words, fmt=fmt)
+    _update_index(index_dir, add=list(new), delete=[], progress=not quiet)
+
+
+@cli.command("delete")
+@click.argument("index_dir", type=click.Path())
+@click.argument("ids", nargs=-1)
+@click.option("--ids-file", type=click.Path(exists=True), help="a file of ids, one a line")
+@click.option("-q", "--quiet", is_flag=True, help="no progress bars")
+def delete_cmd(index_dir, ids, ids_file, quiet) -> None:
+    """Delete the passages IDS from INDEX_DIR (every part updated in place, atomically)."""
+    ids = list(ids)
+    if ids_file:
+        text = Path(ids_file).read_text(encoding="utf-8")
+        ids += [line.strip() for line in text.splitlines() if line.strip()]
+    if not ids:
+        raise click.UsageError("give the ids to delete, or --ids-file")
+    _update_index(index_dir, add=[], delete=ids, progress=not quiet)
+
+
+def _update_index(index_dir: str, *, add: list, delete: list[str], progress: bool) -> None:
+    from hopgraph.atomic import writer_lock
+    from hopgraph.index import Index
+
+    t0 = time.perf_counter()
+    with writer_lock(Path(index_dir).resolve()):  # a server on this folder takes turns with us
+        index = Index.load(index_dir)
+        new = index.updated(add=add, delete=delete, progress=progress)
+        path = new.save(index_dir)
+    secs = time.perf_counter() - t0
+    parts = ", ".join(f"{n} {s:.2f}s" for n, s in new.update_seconds.items())
+    click.echo(
+        f"{path}: +{len(add)} -{len(set(delete))} passages, now {len(new)} "
+        f"({parts}); {secs:.1f}s with load and save",
+        err=True,
+    )
 
 
 def _short(text: str, n: int = 160) -> str:
@@ -536,6 +589,80 @@ def demo_cmd(workdir, method) -> None:
     from hopgraph.demo import run_demo
 
     run_demo(Path(workdir) if workdir else None, method, echo=click.echo)
+
+
+@cli.command("serve")
+@click.argument("index_dir", type=click.Path())
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--max-query-chars", type=click.IntRange(min=1), default=2000, show_default=True,
+    help="longest query (413 beyond)",
+)  # fmt: skip
+@click.option(
+    "--max-body-bytes", type=click.IntRange(min=1), default=10 * 1024 * 1024, show_default=True,
+    help="largest request body (413 beyond)",
+)  # fmt: skip
+@click.option(
+    "--max-k", type=click.IntRange(min=1), default=1000, show_default=True,
+    help="most passages per ranking (422 beyond)",
+)  # fmt: skip
+@click.option(
+    "--max-batch", type=click.IntRange(min=1), default=64, show_default=True,
+    help="most queries per /search/batch (413 beyond)",
+)  # fmt: skip
+@click.option(
+    "--max-add", type=click.IntRange(min=1), default=1000, show_default=True,
+    help="most passages per add request (413 beyond)",
+)  # fmt: skip
+@click.option(
+    "--set", "sets", multiple=True,
+    help=f"fixed method parameter method.param=value (the only way to set model=); {ASSIGN_HELP}",
+)  # fmt: skip
+@click.option("--no-verify", is_flag=True, help="skip the checksums when loading the index")
+@click.option(
+    "--log-level", default="info", show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+)  # fmt: skip
+def serve_cmd(
+    index_dir, host, port, max_query_chars, max_body_bytes, max_k, max_batch, max_add, sets,
+    no_verify, log_level,
+) -> None:  # fmt: skip
+    """Serve INDEX_DIR over HTTP: search, add and delete passages (JSON; API at /docs).
+
+    One process (no --workers): updates are serialized by a lock inside it, each saved
+    atomically over INDEX_DIR, so do not serve one folder from two processes or run
+    `hopgraph add`/`delete` on it while it is served (one would undo the other's updates)."""
+    try:
+        import uvicorn
+
+        from hopgraph.serve import Settings, create_app
+    except ImportError as exc:
+        raise HopgraphError(
+            f"hopgraph serve needs the serve extra ({exc.name} is missing): "
+            "pip install 'hopgraph[serve]'"
+        ) from None
+
+    method_params: dict[str, dict[str, str]] = {}
+    for key, value in parse_assignments(sets).items():
+        method, dot, name = key.partition(".")
+        if not dot or not name:
+            raise ConfigError(f"server parameters are written method.param=value, got {key!r}")
+        method_params.setdefault(method, {})[name] = value
+    settings = Settings(
+        max_query_chars=max_query_chars, max_body_bytes=max_body_bytes, max_k=max_k,
+        max_batch=max_batch, max_add=max_add, verify=not no_verify, method_params=method_params,
+    )  # fmt: skip
+    app = create_app(index_dir, settings)
+    served = app.state.served.snapshot.index
+    click.echo(
+        f"serving {served.path} ({len(served)} passages; parts: {', '.join(served.parts)}) "
+        f"on http://{host}:{port} (API docs at /docs)",
+        err=True,
+    )
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)  # our log lines like uvicorn's
+    log_config["loggers"]["hopgraph"] = {"handlers": ["default"], "level": log_level.upper()}
+    uvicorn.run(app, host=host, port=port, log_level=log_level, log_config=log_config)
 
 
 def main() -> None:

@@ -1,0 +1,325 @@
+"""The HTTP application: ``create_app(index_dir, settings)`` returns a FastAPI app serving one
+index folder. Endpoints (all JSON; errors are ``{"error": {"type", "message", "details"}}``):
+
+=========================  =========================================================
+``POST /search``           one query → ranked hits with explanations
+``POST /search/batch``     several queries with one method (dense ones encoded together)
+``POST /passages``         add passages (201)
+``POST /passages/delete``  delete passages by id, all or none
+``DELETE /passages/{id}``  delete one passage
+``GET /passages/{id}``     one passage
+``GET /health``            liveness, generation, passage count
+``GET /info``              index info, methods (parts, parameters), limits
+=========================  =========================================================
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, status
+
+from hopgraph import __version__
+from hopgraph.config import describe_options
+from hopgraph.corpus import Passage
+from hopgraph.errors import (
+    ConfigError,
+    CorpusError,
+    DuplicateIdError,
+    HopgraphError,
+    UnknownIdError,
+    UpdateError,
+)
+from hopgraph.retrieve import list_methods, method_class
+from hopgraph.retrieve.base import Retriever, method_parts
+from hopgraph.retrieve.ranking import Ranking
+from hopgraph.serve import schemas as s
+from hopgraph.serve.jsonbody import StrictJSONRoute
+from hopgraph.serve.limits import BodyLimitMiddleware
+from hopgraph.serve.problems import ApiError, install_error_handlers
+from hopgraph.serve.settings import SERVER_ONLY_PARAMS, Settings
+from hopgraph.serve.state import RequestError, ServedIndex, Snapshot, jsonable
+
+DESCRIPTION = """Multi-hop retrieval over one hopgraph index folder, with live updates.
+
+Searches run on an immutable snapshot of the index; an update (add or delete) builds the new
+index, saves it atomically over the folder, reloads it and then swaps the snapshot, so a search
+sees the index entirely before or entirely after an update. Updates are serialized by a lock
+inside the process: serve a folder from one process only.
+
+Every error answers `{"error": {"type", "message", "details"}}` with a 4xx status:
+400 bad encoding or JSON, 404 unknown passage or path, 409 refused update (duplicate ids, would
+empty the index, a part that cannot be updated in place), 413 over a size limit (body, query
+length, batch size, passages per update), 415 a body that is not JSON, 422 invalid request
+(validation, unknown method or parameter, a method needing an index part the index lacks, k
+over max_k). `GET /info` lists the limits.
+"""
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    text = {
+        400: "body not valid UTF-8 or JSON",
+        404: "unknown passage id",
+        409: "update refused",
+        413: "over a size limit",
+        415: "body not application/json",
+        422: "invalid request",
+        500: "unexpected server error (logged)",
+    }
+    return {c: {"model": s.ErrorResponse, "description": text[c]} for c in (*codes, 500)}
+
+
+SEARCH_ERRORS = _errors(400, 413, 415, 422)
+UPDATE_ERRORS = _errors(400, 404, 409, 413, 415, 422)
+
+
+def create_app(index_dir: str, settings: Settings | None = None) -> FastAPI:
+    """A FastAPI app serving the index folder ``index_dir`` (loaded now: a missing or corrupt
+    index raises :class:`~hopgraph.errors.IndexError_`)."""
+    settings = settings or Settings()
+    served = ServedIndex(index_dir, settings)
+    app = FastAPI(
+        title="hopgraph",
+        version=__version__,
+        description=DESCRIPTION,
+    )
+    app.state.served = served
+    install_error_handlers(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.include_router(_router(served))
+    return app
+
+
+def _router(served: ServedIndex) -> APIRouter:
+    settings = served.settings
+    router = APIRouter(route_class=StrictJSONRoute, strict_content_type=False)
+
+    @router.post(
+        "/search",
+        response_model=s.SearchResponse,
+        responses=SEARCH_ERRORS,
+        summary="Search one query",
+    )
+    def search(req: s.SearchRequest) -> dict[str, Any]:
+        _check_queries([req.query], settings, loc=["body", "query"])
+        snap = served.snapshot  # read once: this search uses this snapshot only
+        retriever, ms, rankings = _run(served, snap, req, [req.query])
+        return {
+            "query": req.query,
+            "method": retriever.name,
+            "params": jsonable(retriever.describe()["params"]),
+            "k": req.k,
+            "hits": _hits(snap, rankings[0], req),
+            "generation": snap.generation,
+            "latency_ms": ms,
+        }
+
+    @router.post(
+        "/search/batch",
+        response_model=s.BatchSearchResponse,
+        responses=SEARCH_ERRORS,
+        summary="Search several queries with one method",
+    )
+    def search_batch(req: s.BatchSearchRequest) -> dict[str, Any]:
+        if len(req.queries) > settings.max_batch:
+            raise ApiError(
+                413,
+                "too_many_queries",
+                f"{len(req.queries)} queries in one batch; the limit is {settings.max_batch}",
+            )
+        _check_queries(req.queries, settings, loc=["body", "queries"])
+        snap = served.snapshot
+        retriever, ms, rankings = _run(served, snap, req, req.queries)
+        return {
+            "method": retriever.name,
+            "params": jsonable(retriever.describe()["params"]),
+            "k": req.k,
+            "results": [
+                {"query": q, "hits": _hits(snap, r, req)}
+                for q, r in zip(req.queries, rankings, strict=True)
+            ],
+            "generation": snap.generation,
+            "latency_ms": ms,
+        }
+
+    @router.post(
+        "/passages",
+        status_code=status.HTTP_201_CREATED,
+        response_model=s.UpdateResponse,
+        responses=UPDATE_ERRORS,
+        summary="Add passages",
+        description="Adds every passage or none. 409 when an id is already in the index or "
+        "given twice; the new passages are searchable when this answers.",
+    )
+    def add_passages(req: s.AddRequest) -> dict[str, Any]:
+        if len(req.passages) > settings.max_add:
+            raise ApiError(
+                413,
+                "too_many_passages",
+                f"{len(req.passages)} passages in one request; the limit is {settings.max_add}",
+            )
+        passages = [Passage(p.id, p.title, p.text, p.metadata) for p in req.passages]
+        return _update(served, add=passages)
+
+    @router.post(
+        "/passages/delete",
+        response_model=s.UpdateResponse,
+        responses=UPDATE_ERRORS,
+        summary="Delete passages by id",
+        description="Deletes every id or none: 404 when an id is not in the index, 409 when "
+        "the index would be left empty. Repeated ids count once.",
+    )
+    def delete_passages(req: s.DeleteRequest) -> dict[str, Any]:
+        if len(req.ids) > settings.max_delete:
+            raise ApiError(
+                413,
+                "too_many_ids",
+                f"{len(req.ids)} ids in one request; the limit is {settings.max_delete}",
+            )
+        return _update(served, delete=list(dict.fromkeys(req.ids)))
+
+    @router.delete(
+        "/passages/{passage_id:path}",
+        response_model=s.UpdateResponse,
+        responses=UPDATE_ERRORS,
+        summary="Delete one passage",
+    )
+    def delete_passage(passage_id: str) -> dict[str, Any]:
+        return _update(served, delete=[passage_id])
+
+    @router.get(
+        "/passages/{passage_id:path}",
+        response_model=s.Passage,
+        responses=_errors(404, 422),
+        summary="Get one passage",
+    )
+    def get_passage(passage_id: str) -> dict[str, Any]:
+        corpus = served.snapshot.index.corpus
+        if passage_id not in corpus:
+            raise ApiError(404, "unknown_id", "no passage with this id in the index")
+        p = corpus.get(passage_id)
+        return {"id": p.id, "title": p.title, "text": p.text, "metadata": jsonable(p.metadata)}
+
+    @router.get("/health", response_model=s.Health, summary="Liveness and index generation")
+    def health() -> dict[str, Any]:
+        snap = served.snapshot
+        return {"status": "ok", "generation": snap.generation, "passages": len(snap.index)}
+
+    @router.get("/info", response_model=s.Info, summary="Index, methods and limits")
+    def info() -> dict[str, Any]:
+        snap = served.snapshot
+        return {
+            "index": jsonable(snap.index.info()),
+            "generation": snap.generation,
+            "methods": [_method_info(name, snap, settings) for name in list_methods()],
+            "limits": settings.limits(),
+        }
+
+    return router
+
+
+def _check_queries(queries: list[str], settings: Settings, loc: list[Any]) -> None:
+    for i, q in enumerate(queries):
+        if len(q) > settings.max_query_chars:
+            where = loc if len(queries) == 1 and loc[-1] == "query" else [*loc, i]
+            raise ApiError(
+                413,
+                "query_too_long",
+                f"a query of {len(q)} characters; the limit is {settings.max_query_chars}",
+                [{"loc": where, "msg": "query too long", "type": "query_too_long"}],
+            )
+
+
+def _run(
+    served: ServedIndex, snap: Snapshot, req: s.SearchOptions, queries: list[str]
+) -> tuple[Retriever, float, list[Ranking]]:
+    """Search ``queries`` on ``snap``; request problems become 422 answers."""
+    if req.k > served.settings.max_k:
+        raise ApiError(
+            422,
+            "k_too_large",
+            f"k={req.k} is over the limit of {served.settings.max_k}",
+            [{"loc": ["body", "k"], "msg": "over max_k", "type": "k_too_large"}],
+        )
+    try:
+        retriever = served.retriever(snap, req.method, dict(req.params))
+        t0 = time.perf_counter()
+        rankings = retriever.search_batch(queries, req.k)
+        if req.explain:
+            for r in rankings:
+                r.explanations  # noqa: B018 - computed now, so the latency includes them
+        ms = (time.perf_counter() - t0) * 1000
+    except RequestError as exc:
+        raise ApiError(422, exc.kind, str(exc)) from None
+    except ConfigError as exc:  # a parameter only the search itself checks
+        raise ApiError(422, "invalid_params", str(exc)) from None
+    except HopgraphError as exc:
+        raise ApiError(422, "search_failed", str(exc)) from None
+    return retriever, round(ms, 3), rankings
+
+
+def _hits(snap: Snapshot, ranking: Ranking, req: s.SearchOptions) -> list[dict[str, Any]]:
+    corpus = snap.index.corpus
+    whys = ranking.explanations if req.explain else None
+    out = []
+    for i, (pid, score) in enumerate(zip(ranking.ids, ranking.scores, strict=True)):
+        hit: dict[str, Any] = {"id": pid, "score": score if math.isfinite(score) else None}
+        if whys is not None:
+            hit["why"] = jsonable(whys[i])
+        if req.passages:
+            p = corpus.get(pid)
+            hit["title"], hit["text"] = p.title, p.text
+        out.append(hit)
+    return out
+
+
+def _update(
+    served: ServedIndex, add: list[Passage] | None = None, delete: list[str] | None = None
+) -> dict[str, Any]:
+    try:
+        result = served.update(add=add or [], delete=delete or [])
+    except DuplicateIdError as exc:
+        raise ApiError(409, "duplicate_ids", str(exc), [{"ids": exc.ids[:20]}]) from None
+    except UnknownIdError as exc:
+        raise ApiError(404, "unknown_ids", str(exc), [{"ids": exc.ids[:20]}]) from None
+    except UpdateError as exc:
+        raise ApiError(409, "update_refused", str(exc)) from None
+    except CorpusError as exc:
+        raise ApiError(422, "invalid_passage", str(exc)) from None
+    except HopgraphError as exc:  # e.g. a part that cannot be updated in place
+        raise ApiError(409, "update_unsupported", str(exc)) from None
+    return {
+        "added": result.added,
+        "deleted": result.deleted,
+        "passages": result.passages,
+        "generation": result.generation,
+        "seconds": round(result.seconds, 4),
+    }
+
+
+def _method_info(name: str, snap: Snapshot, settings: Settings) -> dict[str, Any]:
+    cls = method_class(name)
+    fixed = settings.method_params.get(name, {})
+    try:
+        parts = list(method_parts(name, fixed))
+    except HopgraphError:  # e.g. a method that needs model=FOLDER
+        parts = list(cls.parts_for(cls.Params()))
+    return {
+        "name": name,
+        "summary": cls.summary,
+        "parts": parts,
+        "available": all(snap.index.has(p) for p in parts),
+        "params": [
+            {
+                "name": opt,
+                "type": tp,
+                "default": jsonable(default),
+                "help": help_,
+                "server_only": opt in SERVER_ONLY_PARAMS,
+            }
+            for opt, tp, default, help_ in describe_options(cls.Params)
+        ],
+        "server_params": jsonable(fixed),
+    }

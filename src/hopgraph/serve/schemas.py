@@ -1,0 +1,159 @@
+"""Request and response bodies (pydantic); they are also the OpenAPI schema at /openapi.json.
+
+Requests are strict: unknown fields are refused, numbers are not read from strings and
+booleans are not numbers. Limits that the server settings choose (query length, k, batch
+size, passages per update) are checked by the endpoints and listed by ``GET /info``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+ParamValue = Annotated[
+    str | int | float | bool | None,
+    Field(description="a method parameter (strings are converted as on the command line)"),
+]
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or whitespace only")
+    return value
+
+
+NonBlank = Annotated[str, AfterValidator(_not_blank)]
+PassageId = Annotated[
+    NonBlank,
+    StringConstraints(max_length=1000),
+    Field(description="a passage id (not blank, at most 1000 characters)"),
+]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class SearchOptions(Strict):
+    method: str = Field("bm25", description="retrieval method (GET /info lists them)")
+    k: int = Field(10, ge=1, description="passages to return (at most the server's max_k)")
+    params: dict[str, ParamValue] = Field(
+        default_factory=dict, description='method parameters, e.g. {"k_rrf": 30}'
+    )
+    explain: bool = Field(True, description="include each hit's explanation (why)")
+    passages: bool = Field(False, description="include each hit's title and text")
+
+
+class SearchRequest(SearchOptions):
+    query: NonBlank = Field(
+        description="the question (not blank; at most max_query_chars characters)"
+    )
+
+
+class BatchSearchRequest(SearchOptions):
+    queries: list[NonBlank] = Field(
+        min_length=1, description="the questions (at most max_batch; each like `query`)"
+    )
+
+
+class Hit(BaseModel):
+    id: str
+    score: float | None = Field(description="the method's score (null if not finite)")
+    why: dict[str, Any] | None = Field(None, description="how the score came about (explain)")
+    title: str | None = Field(None, description="with passages=true")
+    text: str | None = Field(None, description="with passages=true")
+
+
+class QueryResult(BaseModel):
+    query: str
+    hits: list[Hit]
+
+
+class SearchResponse(BaseModel):
+    query: str
+    method: str
+    params: dict[str, Any] = Field(description="every parameter of the method, as used")
+    k: int
+    hits: list[Hit]
+    generation: int = Field(description="the index generation that answered")
+    latency_ms: float = Field(description="time spent searching, in the server")
+
+
+class BatchSearchResponse(BaseModel):
+    method: str
+    params: dict[str, Any]
+    k: int
+    results: list[QueryResult] = Field(description="one per query, in order")
+    generation: int
+    latency_ms: float
+
+
+class PassageIn(Strict):
+    id: PassageId
+    title: str = ""
+    text: NonBlank = Field(description="the passage text (not blank)")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class AddRequest(Strict):
+    passages: list[PassageIn] = Field(min_length=1, description="at most max_add passages")
+
+
+class DeleteRequest(Strict):
+    ids: list[PassageId] = Field(min_length=1, description="at most max_delete ids")
+
+
+class Passage(BaseModel):
+    id: str
+    title: str
+    text: str
+    metadata: dict[str, Any]
+
+
+class UpdateResponse(BaseModel):
+    added: int
+    deleted: int
+    passages: int = Field(description="passages in the index after the update")
+    generation: int = Field(description="the new index generation")
+    seconds: float = Field(description="time to update, save and reload the index")
+
+
+class Health(BaseModel):
+    status: str
+    generation: int
+    passages: int
+
+
+class MethodParam(BaseModel):
+    name: str
+    type: str
+    default: Any
+    help: str
+    server_only: bool = Field(description="set only by the operator (hopgraph serve --set)")
+
+
+class MethodInfo(BaseModel):
+    name: str
+    summary: str
+    parts: list[str] = Field(description="index parts it needs (with its default parameters)")
+    available: bool = Field(description="the served index has every part it needs")
+    params: list[MethodParam]
+    server_params: dict[str, Any] = Field(description="parameters fixed by the server")
+
+
+class Info(BaseModel):
+    index: dict[str, Any] = Field(description="hopgraph info of the served index")
+    generation: int
+    methods: list[MethodInfo]
+    limits: dict[str, int]
+
+
+class ErrorInfo(BaseModel):
+    type: str = Field(description="machine-readable kind, e.g. validation_error, unknown_method")
+    message: str
+    details: list[Any] = Field(description="per-field problems (location, message, rule)")
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorInfo

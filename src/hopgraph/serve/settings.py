@@ -1,0 +1,48 @@
+"""The server's limits and fixed method parameters (``hopgraph serve`` options)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hopgraph.errors import ConfigError
+
+# Parameters a client may not choose: they name files or models the server would load. The
+# operator sets them with ``hopgraph serve --set METHOD.model=FOLDER``.
+SERVER_ONLY_PARAMS = frozenset({"model"})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Limits of one server. Every request beyond a limit is refused with a 4xx answer."""
+
+    max_query_chars: int = 2000  # characters per query (413 beyond)
+    max_body_bytes: int = 10 * 1024 * 1024  # request body (413 beyond)
+    max_k: int = 1000  # passages per ranking (422 beyond)
+    max_batch: int = 64  # queries per /search/batch request (413 beyond)
+    max_add: int = 1000  # passages per add request (413 beyond)
+    max_delete: int = 10_000  # ids per delete request (413 beyond)
+    max_cached_retrievers: int = 32  # (method, params) retrievers kept per index snapshot
+    verify: bool = True  # check every file's checksum when the index is first loaded
+    method_params: dict[str, dict[str, Any]] = field(default_factory=dict)  # fixed by the server
+
+    def __post_init__(self) -> None:
+        for name in (
+            "max_query_chars",
+            "max_body_bytes",
+            "max_k",
+            "max_batch",
+            "max_add",
+            "max_delete",
+            "max_cached_retrievers",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(
+                    f"server setting {name!r} must be a positive integer, got {value!r}"
+                )
+
+    def limits(self) -> dict[str, int]:
+        """The request limits, as /info reports them."""
+        d = asdict(self)
+        return {k: v for k, v in d.items() if k.startswith("max_")}

@@ -1,0 +1,228 @@
+"""The served state: an immutable snapshot of the index, swapped whole by serialized updates.
+
+A search reads :attr:`ServedIndex.snapshot` once and uses only that snapshot (its index, its
+corpus, its retrievers), so it never sees half of an update. An update takes the writer lock,
+computes the updated index from the current snapshot (:meth:`Index.updated`), saves it
+atomically over the index folder, loads it back from disk (memory-mapped, so the served
+state is exactly what is on disk), warms the retrievers the old snapshot had built, and
+publishes a new snapshot with one assignment. Searches meanwhile go on with the old snapshot,
+whose memory-mapped files stay readable after the folder is replaced (POSIX keeps unlinked
+files alive while mapped). The lock is per process: serve an index folder from one process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hopgraph.atomic import writer_lock
+from hopgraph.config import make_options
+from hopgraph.corpus import Passage
+from hopgraph.errors import ConfigError, HopgraphError
+from hopgraph.index import Index
+from hopgraph.index.store import manifest_digest
+from hopgraph.retrieve import method_class
+from hopgraph.retrieve.base import Retriever
+from hopgraph.serve.settings import SERVER_ONLY_PARAMS, Settings
+
+log = logging.getLogger("hopgraph.serve")
+
+
+class RequestError(HopgraphError):
+    """A search request the served index cannot answer; ``kind`` names why (unknown_method,
+    invalid_params, server_only_param, missing_index_part)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class RetrieverCache:
+    """Retrievers of one snapshot by (method, parameters as used), least recently used evicted.
+
+    Lookups of a cached retriever take a short lock; building one happens under a separate lock
+    so two requests never build the same retriever twice and hits are not held up by a build.
+    """
+
+    def __init__(self, index: Index, size: int):
+        self.index = index
+        self.size = size
+        self._items: OrderedDict[tuple[str, str], Retriever] = OrderedDict()
+        self._lock = threading.Lock()
+        self._build_lock = threading.Lock()
+
+    def get(self, cls: type[Retriever], params: Any) -> Retriever:
+        key = (cls.name, _params_key(params))
+        with self._lock:
+            r = self._items.get(key)
+            if r is not None:
+                self._items.move_to_end(key)
+                return r
+        with self._build_lock:
+            with self._lock:
+                r = self._items.get(key)
+            if r is None:
+                r = cls(self.index, params)
+            with self._lock:
+                self._items[key] = r
+                self._items.move_to_end(key)
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+        return r
+
+    def entries(self) -> list[tuple[type[Retriever], Any]]:
+        """(class, params) of every cached retriever, least recently used first."""
+        with self._lock:
+            return [(type(r), r.params) for r in self._items.values()]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One generation of the served index: never changed once published."""
+
+    index: Index
+    generation: int
+    retrievers: RetrieverCache = field(compare=False)
+
+
+@dataclass
+class UpdateResult:
+    added: int
+    deleted: int
+    passages: int
+    generation: int
+    seconds: float
+
+
+class ServedIndex:
+    """The index folder ``path`` as served: searches on snapshots, serialized updates."""
+
+    def __init__(self, path: str | Path, settings: Settings | None = None):
+        self.path = Path(path).expanduser().resolve()
+        self.settings = settings or Settings()
+        self._check_server_params()
+        index = Index.load(self.path, verify=self.settings.verify)
+        self.snapshot = self._snapshot(index, 0)
+        self._write_lock = threading.Lock()
+
+    def _snapshot(self, index: Index, generation: int) -> Snapshot:
+        cache = RetrieverCache(index, self.settings.max_cached_retrievers)
+        return Snapshot(index, generation, cache)
+
+    def _check_server_params(self) -> None:
+        for method, params in self.settings.method_params.items():
+            cls = method_class(method)  # ConfigError names the methods
+            make_options(cls.Params, params, what=f"method {method!r}")
+
+    # -- searching ------------------------------------------------------------------------
+    def retriever(self, snap: Snapshot, method: str, params: dict[str, Any]) -> Retriever:
+        """The retriever of ``snap`` for ``method`` with the client's ``params`` over the
+        server's fixed ones; :class:`RequestError` says what is wrong with the request."""
+        try:
+            cls = method_class(method)
+        except ConfigError as exc:
+            raise RequestError("unknown_method", str(exc)) from None
+        fixed = sorted(set(params) & SERVER_ONLY_PARAMS)
+        if fixed:
+            raise RequestError(
+                "server_only_param",
+                f"parameter {fixed[0]!r} names files the server would load; it is set by the "
+                f"operator (hopgraph serve --set {method}.{fixed[0]}=...)",
+            )
+        values = {**self.settings.method_params.get(method, {}), **params}
+        try:
+            opts = make_options(cls.Params, values, what=f"method {method!r}")
+        except ConfigError as exc:
+            raise RequestError("invalid_params", str(exc)) from None
+        bad = [k for k, v in asdict(opts).items() if isinstance(v, float) and not math.isfinite(v)]
+        if bad:
+            raise RequestError("invalid_params", f"parameter {bad[0]!r} must be a finite number")
+        try:
+            needs = cls.parts_for(opts)
+        except ConfigError as exc:
+            raise RequestError("invalid_params", str(exc)) from None
+        missing = [p for p in needs if not snap.index.has(p)]
+        if missing:
+            have = ", ".join(sorted(snap.index.parts)) or "none"
+            raise RequestError(
+                "missing_index_part",
+                f"method {method!r} needs the index part(s) {', '.join(missing)}, which this index "
+                f"lacks (it has: {have}); build an index with them to use it",
+            )
+        try:
+            return snap.retrievers.get(cls, opts)
+        except ConfigError as exc:
+            raise RequestError("invalid_params", str(exc)) from None
+
+    # -- updating -------------------------------------------------------------------------
+    def update(self, add: Sequence[Passage] = (), delete: Iterable[str] = ()) -> UpdateResult:
+        """Apply one add/delete atomically; the served snapshot changes only when the new index
+        is on disk. Raises the index's :class:`~hopgraph.errors.UpdateError` kinds (nothing is
+        changed then)."""
+        add, delete = list(add), list(delete)
+        with self._write_lock, writer_lock(self.path):
+            t0 = time.perf_counter()
+            old = self.snapshot
+            base = old.index
+            if manifest_digest(self.path) != base.manifest_digest:
+                # another process (hopgraph add/delete) updated the folder: start from that
+                log.warning("%s changed on disk since it was loaded; reloading it", self.path)
+                base = Index.load(self.path, verify=self.settings.verify)
+            new = base.updated(add=add, delete=delete)
+            new.save(self.path)
+            try:
+                loaded = Index.load(self.path, verify=False)
+            except Exception:  # noqa: BLE001 - the folder holds `new`: serve the object we have
+                log.exception("reloading %s after an update failed; serving it as built", self.path)
+                loaded = new
+            snap = self._snapshot(loaded, old.generation + 1)
+            self._warm(snap, old.retrievers.entries())
+            self.snapshot = snap  # the single publishing assignment
+            seconds = time.perf_counter() - t0
+        log.info(
+            "generation %d: +%d -%d passages (%d now) in %.2fs",
+            snap.generation, len(add), len(delete), len(loaded), seconds,
+        )  # fmt: skip
+        return UpdateResult(len(add), len(delete), len(loaded), snap.generation, seconds)
+
+    @staticmethod
+    def _warm(snap: Snapshot, entries: list[tuple[type[Retriever], Any]]) -> None:
+        """Build the old snapshot's retrievers on the new one, so the first searches after an
+        update do not pay for it (a retriever that no longer builds is left out)."""
+        for cls, params in entries:
+            try:
+                snap.retrievers.get(cls, params)
+            except Exception:  # noqa: BLE001 - a search will report it if asked again
+                log.warning("retriever %s no longer builds after the update", cls.name)
+
+
+def _params_key(params: Any) -> str:
+    return json.dumps(asdict(params), sort_keys=True, default=str)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays made plain, tuples made lists and non-finite
+    floats made None: explanations and parameters as JSON can carry them."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
