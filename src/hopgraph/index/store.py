@@ -226,6 +226,7 @@ class Index:
                     "options": asdict(p.options),
                     "stats": p.stats(),
                     "build_seconds": self.build_seconds.get(n),
+                    "update_seconds": self.update_seconds.get(n),  # of the last update
                 }
                 for n, p in self.parts.items()
             },
