@@ -19,7 +19,7 @@ from hopgraph.config import in_unit_interval, option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import NotUpdatableError
 from hopgraph.graph.bipartite import BipartiteGraph, build_bipartite
-from hopgraph.index.part import Change, IndexPart, register_part
+from hopgraph.index.part import Change, IndexPart, register_part, stack_records
 from hopgraph.text.ner import EntityExtractor, make_extractor, normalize_entity, strip_disambiguator
 
 
@@ -159,12 +159,8 @@ class EntityPart(IndexPart):
         added = change.added_passages
         new = self.extractor.extract([p.content for p in added], progress=progress)
         counts, keys = raw_mentions(new, self.options.normalize, list(self.raw_keys))
-        old = sp.csr_matrix(self.raw)[change.keep]
-        old.resize((old.shape[0], len(keys)))
-        raw = sp.csr_matrix(sp.vstack([old, counts]))
-        used = np.flatnonzero(np.bincount(raw.indices, minlength=len(keys)))
-        raw = sp.csr_matrix(raw[:, used])
-        part = type(self).assemble(change.new, self.options, raw, [keys[j] for j in used])
+        raw, keys = stack_records(self.raw, change.keep, counts, keys)
+        part = type(self).assemble(change.new, self.options, raw, keys)
         part._extractor = self._extractor  # loaded once (a spaCy pipeline takes seconds)
         return part
 

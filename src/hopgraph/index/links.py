@@ -25,7 +25,7 @@ from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import CorpusError, NotUpdatableError
 from hopgraph.index.entities import title_alias_map
-from hopgraph.index.part import Change, IndexPart, register_part
+from hopgraph.index.part import Change, IndexPart, register_part, stack_records
 from hopgraph.text.ner import make_extractor, normalize_entity, strip_disambiguator
 
 
@@ -120,12 +120,8 @@ class LinksPart(IndexPart):
             )
         added = Corpus(change.added_passages)
         new, keys = _mention_keys(added, o, progress, list(self.raw_keys))
-        old = sp.csr_matrix(self.raw)[change.keep]
-        old.resize((old.shape[0], len(keys)))
-        raw = sp.csr_matrix(sp.vstack([old, new]))
-        used = np.flatnonzero(np.bincount(raw.indices, minlength=len(keys)))
-        raw = sp.csr_matrix(raw[:, used])
-        return type(self).assemble(change.new, o, raw, [keys[j] for j in used])
+        raw, keys = stack_records(self.raw, change.keep, new, keys)
+        return type(self).assemble(change.new, o, raw, keys)
 
     def save(self, folder: Path) -> None:
         np.save(folder / "links.indptr.npy", self.links.indptr)

@@ -40,6 +40,19 @@ class Change:
         return out
 
 
+def stack_records(old: Any, keep: np.ndarray, new: Any, keys: list[str]) -> tuple[Any, list[str]]:
+    """Per-passage records (a passages × keys sparse matrix) after an update: the kept rows of
+    ``old``, then ``new`` (whose columns extend ``old``'s to ``keys``); keys no passage has any
+    more are dropped."""
+    import scipy.sparse as sp
+
+    kept = sp.csr_matrix(old)[keep]
+    kept.resize((kept.shape[0], len(keys)))
+    raw = sp.csr_matrix(sp.vstack([kept, new]))
+    used = np.flatnonzero(np.bincount(raw.indices, minlength=len(keys)))
+    return sp.csr_matrix(raw[:, used]), [keys[j] for j in used.tolist()]
+
+
 class IndexPart(ABC):
     """One named part of an index (``sparse``, ``dense``, ...)."""
 
