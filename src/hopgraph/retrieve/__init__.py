@@ -1,6 +1,7 @@
 """Retrieval methods: shared operators composed into named retrievers."""
 
 from hopgraph.retrieve.base import (
+    DEFAULT_METHOD,
     Retriever,
     get_retriever,
     list_methods,
@@ -10,6 +11,7 @@ from hopgraph.retrieve.base import (
 from hopgraph.retrieve.ranking import Hit, Ranking, top_k
 
 __all__ = [
+    "DEFAULT_METHOD",
     "Hit",
     "Ranking",
     "Retriever",

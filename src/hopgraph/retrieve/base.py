@@ -95,6 +95,15 @@ class Retriever(ABC):
 
 _METHODS: dict[str, type[Retriever]] = {}
 
+DEFAULT_METHOD = "multihop"
+"""The method used when none is named (``--method default`` and ``"default"`` mean it too)."""
+DEFAULT_ALIAS = "default"
+
+
+def resolve_method_name(name: str | None) -> str:
+    """``None`` and ``"default"`` → :data:`DEFAULT_METHOD`; any other name unchanged."""
+    return DEFAULT_METHOD if name is None or name == DEFAULT_ALIAS else name
+
 
 def register_method(cls: type[Retriever]) -> type[Retriever]:
     """Class decorator: make a retriever available by name (API, CLI, eval)."""
@@ -110,12 +119,15 @@ def _load_builtin_methods() -> None:
         graph,
         grapher,
         griever,
+        multihop,
         sparse,
     )
 
 
-def method_class(name: str) -> type[Retriever]:
+def method_class(name: str | None) -> type[Retriever]:
+    """The class of method ``name`` (None or ``"default"``: the recommended default)."""
     _load_builtin_methods()
+    name = resolve_method_name(name)
     try:
         return _METHODS[name]
     except KeyError:
@@ -130,13 +142,14 @@ def list_methods() -> list[str]:
     return sorted(_METHODS)
 
 
-def method_parts(name: str, params: dict[str, Any] | None = None) -> tuple[str, ...]:
+def method_parts(name: str | None, params: dict[str, Any] | None = None) -> tuple[str, ...]:
     """The index parts method ``name`` needs with ``params``."""
     cls = method_class(name)
     return cls.parts_for(make_options(cls.Params, params or {}, what=f"method {name!r}"))
 
 
-def get_retriever(index: Index, name: str, **params: Any) -> Retriever:
-    """The retriever ``name`` over ``index`` with ``params`` (CLI strings are converted)."""
+def get_retriever(index: Index, name: str | None = None, **params: Any) -> Retriever:
+    """The retriever ``name`` over ``index`` with ``params`` (CLI strings are converted);
+    without a name (or with ``"default"``), the recommended default method."""
     cls = method_class(name)
     return cls(index, make_options(cls.Params, params, what=f"method {name!r}"))
