@@ -28,10 +28,10 @@ def test_index_then_search(tmp_path):
     out = tmp_path / "ix"
     r = run("index", str(demo_dataset_path()), "-o", str(out), "--parts", "sparse", "-q")
     assert r.exit_code == 0, r.output
-    r = run("search", str(out), "director of The Lantern Keeper", "-k", "3")
+    r = run("search", str(out), "director of The Lantern Keeper", "-k", "3", "--method", "bm25")
     assert r.exit_code == 0, r.output
     assert "1. [" in r.output and "why: bm25=" in r.output and "matched_terms=" in r.output
-    r = run("search", str(out), "lantern keeper", "-k", "2", "--json")
+    r = run("search", str(out), "lantern keeper", "-k", "2", "--json", "--method", "bm25")
     hits = json.loads(r.output)["hits"]
     assert len(hits) == 2 and hits[0]["why"]["bm25"] == hits[0]["score"]
 
@@ -58,7 +58,10 @@ def test_eval_json_has_required_keys(demo_index_dir, tmp_path):
         assert REQUIRED_JSON_KEYS <= set(d)
         assert len(d["per_query"]) == 12
     # a second run reuses the cached index (no "index saved" message)
-    r2 = run("eval", str(demo_dataset_path()), "--index-dir", str(tmp_path / "cache"), "-q")
+    r2 = run(
+        "eval", str(demo_dataset_path()), "--method", "bm25", "--index-dir",
+        str(tmp_path / "cache"), "-q",
+    )  # fmt: skip
     assert r2.exit_code == 0 and "index saved" not in r2.output
 
 
@@ -107,6 +110,8 @@ def test_method_specs_routes_parameters():
 def test_methods_and_info(demo_index_dir):
     r = run("methods")
     assert r.exit_code == 0 and "composed" in r.output and "k_rrf" in r.output
+    marked = [line for line in r.output.splitlines() if "[default]" in line]
+    assert len(marked) == 1 and marked[0].startswith("multihop  [default]  (needs: ")
     r = run("info", str(demo_index_dir))
     assert json.loads(r.output)["passages"] == 44
 
@@ -214,3 +219,123 @@ def test_add_then_delete_update_the_index_on_disk(tmp_path, demo_dataset):
     assert r.exit_code != 0 and "already in the index" in str(r.exception)
     r = run("delete", str(out))
     assert r.exit_code != 0 and "give the ids" in r.output
+
+
+# -- the default pipeline -----------------------------------------------------------------------
+def test_index_without_parts_builds_the_default_and_search_uses_it(tmp_path):
+    from hopgraph.defaults import DEFAULT_PARTS
+    from hopgraph.index import Index
+
+    out = tmp_path / "ix"
+    r = run("index", str(demo_dataset_path()), "-o", str(out), "-q")
+    assert r.exit_code == 0, r.output
+    assert "detected: titles look like entity names" in r.output
+    assert "[entities.title_aliases=true]" in r.output
+    index = Index.load(out)
+    assert set(index.parts) == set(DEFAULT_PARTS)
+    assert index.part("entities").options.title_aliases is True
+    info = json.loads(run("info", str(out)).output)
+    assert info["detected"]["entities"] == {"title_aliases": True}
+    assert "reason" in info["detected"]["why"]
+    query = "Who founded the shipyard that built SS Orrendale?"
+    r = run("search", str(out), query, "-k", "3", "--json")
+    assert r.exit_code == 0, r.output
+    default = json.loads(r.output)
+    assert default["method"] == "multihop" and len(default["hits"]) == 3
+    r = run("search", str(out), query, "-k", "3", "--json", "--method", "default")
+    assert json.loads(r.output)["method"] == "multihop"
+    assert [h["id"] for h in json.loads(r.output)["hits"]] == [h["id"] for h in default["hits"]]
+    r = run("search", str(out), query, "-k", "2")  # the text view explains the hits too
+    assert r.exit_code == 0 and "1. [" in r.output and "why: " in r.output
+
+
+def test_index_set_wins_over_detection_and_no_detect(tmp_path):
+    from hopgraph.index import Index
+
+    out = tmp_path / "ix"
+    r = run(
+        "index", str(demo_dataset_path()), "-o", str(out), "--parts", "sparse,entities",
+        "--set", "entities.title_aliases=false", "-q",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "overridden by --set: entities.title_aliases" in r.output
+    assert Index.load(out).part("entities").options.title_aliases is False
+    r = run("index", str(demo_dataset_path()), "-o", str(out), "--parts", "sparse", "-q")
+    assert r.exit_code == 0 and "detected" not in r.output  # no part detection covers
+    assert Index.load(out).detected is None
+    r = run(
+        "index", str(demo_dataset_path()), "-o", str(out), "--parts", "entities", "--no-detect",
+        "-q",
+    )  # fmt: skip
+    assert r.exit_code == 0 and "detected" not in r.output
+    index = Index.load(out)
+    assert index.detected is None and index.part("entities").options.title_aliases is False
+
+
+def test_add_parts_makes_an_index_usable_by_the_default(tmp_path):
+    from hopgraph.defaults import DEFAULT_PARTS
+    from hopgraph.index import Index
+
+    out = tmp_path / "ix"
+    r = run("index", str(demo_dataset_path()), "-o", str(out), "--parts", "sparse,dense", "-q")
+    assert r.exit_code == 0, r.output
+    files_before = json.loads((out / "manifest.json").read_text())["files"]
+    query = "Who founded the shipyard that built SS Orrendale?"
+    r = run("search", str(out), query)
+    assert isinstance(r.exception, ConfigError)
+    message = str(r.exception)
+    assert "method 'multihop' needs more index parts" in message
+    assert "no 'entities' part (it has: dense, sparse)" in message
+    assert f"`hopgraph add-parts {out} --parts entities`" in message
+    # the console script prints it as one line, no traceback
+    exe = shutil.which("hopgraph") or f"{sys.prefix}/bin/hopgraph"
+    p = subprocess.run([exe, "search", str(out), query], capture_output=True, text=True)
+    assert p.returncode == 2 and "hopgraph add-parts" in p.stderr and "Traceback" not in p.stderr
+
+    r = run("add-parts", str(out), "-q")
+    assert r.exit_code == 0, r.output
+    assert "detected: titles look like entity names" in r.output and "added entities" in r.output
+    after = Index.load(out)
+    assert set(after.parts) == set(DEFAULT_PARTS)
+    assert after.part("entities").options.title_aliases is True
+    assert after.detected["entities"] == {"title_aliases": True}
+    # the parts it had are kept as they were (same files, same checksums)
+    files_after = json.loads((out / "manifest.json").read_text())["files"]
+    kept = {k: v for k, v in files_before.items() if k.startswith("parts/")}
+    assert kept and {k: files_after[k] for k in kept} == kept
+    r = run("search", str(out), query, "-k", "3", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["method"] == "multihop"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ix.lock", "ix"]  # no debris
+
+    r = run("add-parts", str(out))
+    assert r.exit_code == 0 and "nothing to add" in r.output
+    r = run("add-parts", str(out), "--parts", "links", "-q")
+    assert r.exit_code == 0 and "added links" in r.output
+    assert "detected" not in r.output  # links take no detected option
+    assert set(Index.load(out).parts) == {*DEFAULT_PARTS, "links"}
+    r = run("add-parts", str(out), "--parts", "nope")
+    assert isinstance(r.exception, ConfigError) and "nope" in str(r.exception)
+
+
+def test_eval_default_method_is_reported_by_name(tmp_path):
+    from hopgraph.index import Index
+
+    out = tmp_path / "r.json"
+    cache = tmp_path / "cache"
+    r = run(
+        "eval", str(demo_dataset_path()), "--method", "bm25,default", "--limit", "4",
+        "--set", "default.depth=20", "--json", str(out), "--index-dir", str(cache), "-q",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "detected: titles look like entity names" in r.output
+    data = json.loads(out.read_text())
+    assert [d["method"] for d in data] == ["bm25", "multihop[depth=20]"]
+    assert data[1]["base_method"] == "multihop" and data[1]["n_questions"] == 4
+    (folder,) = [p for p in cache.iterdir() if (p / "manifest.json").exists()]
+    cached = Index.load(folder)
+    assert cached.part("entities").options.title_aliases is True
+    assert cached.detected["entities"] == {"title_aliases": True}
+    # without --method: the default alone
+    r = run("eval", str(demo_dataset_path()), "--limit", "2", "--index-dir", str(cache), "-q")
+    assert r.exit_code == 0 and "| `multihop` | 2 |" in r.output

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from hopgraph.demo import BASE_METHODS, GRAPH_METHODS, run_demo
+from hopgraph.index import Index
 
 
 def test_demo_runs_and_reports_every_method(tmp_path):
     lines: list[str] = []
-    run_demo(tmp_path, "graph_rrf", echo=lines.append)
+    run_demo(tmp_path, echo=lines.append)  # the default method answers the questions
     text = "\n".join(lines)
     assert (tmp_path / "demo-index" / "manifest.json").exists()
-    assert text.count("Q: ") == 3 and "gold:" in text and "ppr=" in text
-    for m in [*BASE_METHODS, *GRAPH_METHODS, "griever"]:
+    assert "detected: titles look like entity names" in text
+    assert Index.load(tmp_path / "demo-index").detected["entities"] == {"title_aliases": True}
+    assert "Top 3 passages of `multihop`" in text
+    assert text.count("Q: ") == 3 and "gold:" in text and text.count(" multihop=") == 9
+    for m in [*BASE_METHODS, *GRAPH_METHODS, "griever", "multihop"]:
         assert f"| `{m}` | 12 |" in text

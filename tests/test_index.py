@@ -89,10 +89,23 @@ def test_missing_folder(tmp_path):
         Index.load(tmp_path / "nope")
 
 
-def test_missing_part_names_how_to_add_it(demo_dataset):
+def test_missing_part_names_how_to_add_it(demo_dataset, tmp_path):
     index = Index.build(demo_dataset.corpus, ["sparse"], progress=False)
     with pytest.raises(ConfigError, match="no 'dense' part"):
         get_retriever(index, "rrf")
+    with pytest.raises(ConfigError) as exc:
+        index.part("entities")
+    assert str(exc.value) == (
+        "this index has no 'entities' part (it has: sparse); "
+        "add it with `hopgraph add-parts INDEX_DIR --parts entities`"
+    )
+    # every part a method lacks in one message; a saved index is named by its folder
+    index.save(tmp_path / "my ix")
+    with pytest.raises(ConfigError) as exc:
+        get_retriever(Index.load(tmp_path / "my ix"))  # the default method
+    assert "method 'multihop' needs more index parts" in str(exc.value)
+    assert "no 'dense', 'entities' parts (it has: sparse)" in str(exc.value)
+    assert f"`hopgraph add-parts '{tmp_path / 'my ix'}' --parts dense,entities`" in str(exc.value)
 
 
 def test_save_replaces_atomically_and_leaves_no_temp(demo_dataset, tmp_path):

@@ -24,6 +24,7 @@ from hopgraph.serve import ServedIndex, Settings, create_app
 
 JSON = {"content-type": "application/json"}
 ZEBRA = {"id": "z1", "title": "Zebra", "text": "Plains zebras graze on the savanna of Kenya."}
+BM25 = {"method": "bm25"}  # the sparse-only test index cannot serve the default method
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def err(r: httpx.Response, status: int, type_: str | None = None) -> dict:
 # -- search ------------------------------------------------------------------------------------
 def test_search_matches_the_library_and_explains(client, sparse_dir):
     query = "director of The Lantern Keeper"
-    r = client.post("/search", json={"query": query, "k": 5})
+    r = client.post("/search", json={"query": query, "k": 5, "method": "bm25"})
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["method"] == "bm25" and body["k"] == 5 and body["generation"] == 0
@@ -76,7 +77,14 @@ def test_search_matches_the_library_and_explains(client, sparse_dir):
 
 def test_search_passages_and_no_explanations(client, demo_dataset):
     r = client.post(
-        "/search", json={"query": "lantern keeper", "k": 3, "passages": True, "explain": False}
+        "/search",
+        json={
+            "query": "lantern keeper",
+            "method": "bm25",
+            "k": 3,
+            "passages": True,
+            "explain": False,
+        },
     )
     assert r.status_code == 200, r.text
     hits = r.json()["hits"]
@@ -237,7 +245,7 @@ def test_validation_details_name_the_field_not_the_input(client):
 
 def test_body_size_limit_declared_and_streamed(index_dir):
     with TestClient(create_app(str(index_dir), Settings(max_body_bytes=200))) as c:
-        small = {"query": "heron award"}
+        small = {"query": "heron award", "method": "bm25"}
         assert c.post("/search", json=small).status_code == 200
         big = json.dumps({"query": "heron " * 100}).encode()
         err(c.post("/search", content=big, headers=JSON), 413, "body_too_large")
@@ -265,7 +273,7 @@ def test_add_search_get_delete(client, index_dir):
     assert r.status_code == 201, r.text
     assert r.json()["added"] == 1 and r.json()["passages"] == 45 and r.json()["generation"] == 1
     assert client.get("/health").json() == {"status": "ok", "generation": 1, "passages": 45}
-    hits = client.post("/search", json={"query": "zebra savanna", "k": 3}).json()["hits"]
+    hits = client.post("/search", json=BM25 | {"query": "zebra savanna", "k": 3}).json()["hits"]
     assert hits[0]["id"] == "z1" and hits[0]["why"]["matched_terms"] == ["savanna", "zebra"]
     got = client.get("/passages/z1")
     assert got.status_code == 200 and got.json() == {**ZEBRA, "metadata": {}}
@@ -275,7 +283,7 @@ def test_add_search_get_delete(client, index_dir):
     r = client.delete("/passages/z1")
     assert r.status_code == 200 and r.json()["deleted"] == 1 and r.json()["generation"] == 2
     err(client.get("/passages/z1"), 404, "unknown_id")
-    hits = client.post("/search", json={"query": "zebra savanna", "k": 3}).json()["hits"]
+    hits = client.post("/search", json=BM25 | {"query": "zebra savanna", "k": 3}).json()["hits"]
     assert "z1" not in [h["id"] for h in hits]
     err(client.delete("/passages/z1"), 404, "unknown_ids")
     assert "z1" not in Index.load(index_dir).corpus
@@ -388,7 +396,7 @@ def test_unexpected_error_is_a_500_json_and_the_server_goes_on(index_dir, caplog
             r = c.post("/search", json={"query": "x", "method": "test_broken"})
             e = err(r, 500, "internal_error")
             assert "boom" not in e["message"]
-            assert c.post("/search", json={"query": "heron"}).status_code == 200
+            assert c.post("/search", json=BM25 | {"query": "heron"}).status_code == 200
         assert any("unexpected error" in rec.getMessage() for rec in caplog.records)
     finally:
         _METHODS.pop("test_broken", None)
@@ -438,7 +446,7 @@ def test_concurrent_searches_see_whole_generations(index_dir, demo_dataset):
 
     def search(client: TestClient, batch: bool) -> None:
         while not stop.is_set():
-            q = {"k": 60, "passages": True}
+            q = {"k": 60, "passages": True, "method": "bm25"}
             if batch:
                 r = client.post("/search/batch", json={**q, "queries": ["zebra savanna", "heron"]})
             else:
@@ -488,6 +496,54 @@ def _passage(d: dict):
     from hopgraph.corpus import Passage
 
     return Passage(d["id"], d.get("title", ""), d["text"], d.get("metadata", {}))
+
+
+# -- the default method ------------------------------------------------------------------------
+def test_default_method_on_an_index_without_its_parts(client, index_dir):
+    for body in ({"query": "heron"}, {"query": "heron", "method": "default"}):
+        e = err(client.post("/search", json=body), 422, "missing_index_part")
+        assert "method 'multihop' needs more index parts" in e["message"]
+        assert f"`hopgraph add-parts {index_dir} --parts dense,entities`" in e["message"]
+    e = err(client.post("/search/batch", json={"queries": ["heron"]}), 422, "missing_index_part")
+    assert "hopgraph add-parts" in e["message"]
+    info = client.get("/info").json()
+    assert info["default_method"] == "multihop" and info["default_available"] is False
+    flags = {m["name"]: m["default"] for m in info["methods"]}
+    assert flags["multihop"] is True and sum(flags.values()) == 1
+
+
+@pytest.fixture(scope="module")
+def default_dir(tmp_path_factory, demo_dataset) -> Path:
+    """The demo corpus with the default parts (Index.build without parts), built once."""
+    folder = tmp_path_factory.mktemp("serve") / "default"
+    Index.build(demo_dataset.corpus, progress=False).save(folder)
+    return folder
+
+
+def test_search_without_method_uses_the_default(default_dir, demo_dataset):
+    settings = Settings(method_params={"default": {"depth": "20"}})
+    query = demo_dataset.questions[0].text
+    with TestClient(create_app(str(default_dir), settings)) as c:
+        info = c.get("/info").json()
+        assert info["default_method"] == "multihop" and info["default_available"] is True
+        assert info["index"]["detected"]["entities"] == {"title_aliases": True}
+        multihop = next(m for m in info["methods"] if m["name"] == "multihop")
+        assert multihop["default"] and multihop["server_params"] == {"depth": "20"}
+        r = c.post("/search", json={"query": query, "k": 5})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["method"] == "multihop" and body["params"]["depth"] == 20
+        assert len(body["hits"]) == 5 and all(h["why"] is not None for h in body["hits"])
+        named = c.post("/search", json={"query": query, "k": 5, "method": "default"}).json()
+        assert named["method"] == "multihop"
+        assert [h["id"] for h in named["hits"]] == [h["id"] for h in body["hits"]]
+        batch = c.post("/search/batch", json={"queries": [query, "heron award"], "k": 5})
+        assert batch.status_code == 200, batch.text
+        assert batch.json()["method"] == "multihop"
+        first = batch.json()["results"][0]["hits"]
+        assert [h["id"] for h in first] == [h["id"] for h in body["hits"]]
+    expected = get_retriever(Index.load(default_dir), depth=20).search(query, k=5)
+    assert [h["id"] for h in body["hits"]] == expected.ids
 
 
 # -- dense methods ------------------------------------------------------------------------------
@@ -551,7 +607,7 @@ def test_cli_serve_answers_over_http(index_dir):
             except httpx.TransportError:
                 time.sleep(0.05)
         assert httpx.post(f"{url}/search", json={"query": "heron"}).status_code == 422  # k=10 > 5
-        r = httpx.post(f"{url}/search", json={"query": "film festival award", "k": 5})
+        r = httpx.post(f"{url}/search", json=BM25 | {"query": "film festival award", "k": 5})
         assert r.status_code == 200 and len(r.json()["hits"]) == 5
         r = httpx.post(f"{url}/passages", json={"passages": [ZEBRA]})
         assert r.status_code == 201 and httpx.get(f"{url}/passages/z1").status_code == 200
@@ -559,3 +615,6 @@ def test_cli_serve_answers_over_http(index_dir):
         proc.terminate()
         proc.wait(timeout=10)
     assert "z1" in Index.load(index_dir).corpus
+    log = proc.stderr.read().decode()
+    assert "warning: searches without a method (default) will fail" in log
+    assert f"hopgraph add-parts {index_dir} --parts dense,entities" in log

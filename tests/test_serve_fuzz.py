@@ -236,7 +236,8 @@ def update_machine(base: Path) -> type[RuleBasedStateMachine]:
 
         @rule(query=st.text(max_size=20), k=st.integers(-2, 60), passages=st.booleans())
         def search(self, query, k, passages):
-            r = self.client.post("/search", json={"query": query, "k": k, "passages": passages})
+            body = {"query": query, "k": k, "passages": passages, "method": "bm25"}
+            r = self.client.post("/search", json=body)
             if not query.strip() or not 1 <= k <= LIMITS.max_k:
                 assert r.status_code == 422, r.text
                 return

@@ -1,10 +1,14 @@
 """hopgraph: multi-hop retrieval for RAG without an LLM at query time.
 
-Three lines from corpus to ranking::
+Three lines from corpus to ranking with the default pipeline (the parts of
+``hopgraph.DEFAULT_METHOD``, their options detected from the corpus)::
 
     import hopgraph
-    index = hopgraph.Index.build(hopgraph.load_corpus("corpus_dir"), parts=["sparse", "dense"])
-    ranking = hopgraph.get_retriever(index, "rrf").search("who directed ...", k=10)
+    index = hopgraph.Index.build(hopgraph.load_corpus("corpus_dir"))
+    ranking = hopgraph.get_retriever(index).search("who directed ...", k=10)
+
+or any other method: ``Index.build(corpus, parts=["sparse", "dense"])`` and
+``get_retriever(index, "rrf")``.
 
 Public names are imported lazily so that ``import hopgraph`` (and the CLI) start fast.
 """
@@ -29,6 +33,9 @@ _EXPORTS = {
     "load_dataset": "hopgraph.corpus",
     "HopgraphError": "hopgraph.errors",
     "Index": "hopgraph.index",
+    "DEFAULT_METHOD": "hopgraph.retrieve",
+    "DEFAULT_PARTS": "hopgraph.defaults",
+    "detect_settings": "hopgraph.index.detect",
     "Ranking": "hopgraph.retrieve",
     "get_retriever": "hopgraph.retrieve",
     "list_methods": "hopgraph.retrieve",

@@ -1,4 +1,5 @@
-"""The ``hopgraph`` command line: index, search, eval, convert, info, methods, demo, serve."""
+"""The ``hopgraph`` command line: index, add-parts, search, eval, add, delete, convert, info,
+methods, demo, serve (and the training commands)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,11 @@ from hopgraph.errors import ConfigError, HopgraphError
 from hopgraph.index.store import split_part_options
 
 ASSIGN_HELP = "key=value; repeatable"
+NO_DETECT_HELP = (
+    "do not detect part options from the corpus (entities.title_aliases); the parts' own "
+    "defaults apply"
+)
+METHOD_HELP = "retrieval method; 'default' is the recommended one (hopgraph methods marks it)"
 DATA_DIR_HELP = "folder of named datasets (or $HOPGRAPH_DATA)"
 INDEX_DIR_HELP = "index cache folder (or $HOPGRAPH_CACHE)"
 POOL_HELP = (
@@ -60,22 +66,41 @@ def cli() -> None:
 @cli.command("index")
 @click.argument("corpus")
 @click.option("-o", "--output", required=True, type=click.Path(), help="index folder to write")
-@click.option("--parts", default="sparse,dense", show_default=True, help="index parts to build")
+@click.option(
+    "--parts", default=None,
+    help="index parts to build, comma-separated [default: those the default method needs]",
+)  # fmt: skip
 @click.option("--set", "sets", multiple=True, help=f"part option, part.option=value; {ASSIGN_HELP}")
+@click.option("--no-detect", is_flag=True, help=NO_DETECT_HELP)
 @click.option("--chunk-words", type=int, default=None, help="split passages longer than this")
 @click.option("--format", "fmt", default="auto", show_default=True, help="corpus format")
 @click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
-def index_cmd(corpus, output, parts, sets, chunk_words, fmt, data_dir, quiet) -> None:
-    """Build an index of CORPUS (a file or folder in any supported format) into OUTPUT."""
+def index_cmd(corpus, output, parts, sets, no_detect, chunk_words, fmt, data_dir, quiet) -> None:
+    """Build an index of CORPUS (a file or folder in any supported format) into OUTPUT.
+
+    Without --parts, the parts the default method needs. Options that the corpus decides
+    (entities.title_aliases: on when passage titles look like entity names) are detected from
+    the titles for the parts built, unless set with --set or turned off with --no-detect; the
+    detection is recorded in the index (hopgraph info shows it)."""
     from hopgraph.corpus import load_corpus
+    from hopgraph.defaults import DEFAULT_PARTS, describe_detected, detected_options
     from hopgraph.index import Index, split_part_options
 
     options = split_part_options(parse_assignments(sets))
+    names = _csv(parts) if parts is not None else list(DEFAULT_PARTS)
+    if not names:
+        raise click.BadParameter("name at least one part", param_hint="--parts")
     t0 = time.perf_counter()
     c = load_corpus(_resolve_dataset(corpus, data_dir), chunk_words=chunk_words, fmt=fmt)
     click.echo(f"loaded {len(c)} passages from {corpus}", err=True)
-    index = Index.build(c, _csv(parts), options, progress=not quiet)
+    detected = None
+    if not no_detect:
+        options, detected = detected_options(c, names, options)
+        if detected:
+            click.echo(describe_detected(detected), err=True)
+    index = Index.build(c, names, options, progress=not quiet)
+    index.detected = detected
     path = index.save(output)
     secs = time.perf_counter() - t0
     click.echo(f"wrote {path} ({', '.join(index.parts)}) in {secs:.1f}s", err=True)
@@ -85,7 +110,7 @@ def index_cmd(corpus, output, parts, sets, chunk_words, fmt, data_dir, quiet) ->
 @click.argument("index_dir", type=click.Path())
 @click.argument("query")
 @click.option("-k", "k", type=int, default=10, show_default=True)
-@click.option("--method", default="bm25", show_default=True)
+@click.option("--method", default="default", show_default=True, help=METHOD_HELP)
 @click.option("--set", "sets", multiple=True, help=f"method parameter; {ASSIGN_HELP}")
 @click.option("--json", "as_json", is_flag=True, help="print the ranking as JSON")
 def search_cmd(index_dir, query, k, method, sets, as_json) -> None:
@@ -139,6 +164,55 @@ def delete_cmd(index_dir, ids, ids_file, quiet) -> None:
     _update_index(index_dir, add=[], delete=ids, progress=not quiet)
 
 
+@cli.command("add-parts")
+@click.argument("index_dir", type=click.Path())
+@click.option(
+    "--parts", default=None,
+    help="parts to add, comma-separated [default: those the default method needs]",
+)  # fmt: skip
+@click.option("--set", "sets", multiple=True, help=f"part option, part.option=value; {ASSIGN_HELP}")
+@click.option("--no-detect", is_flag=True, help=NO_DETECT_HELP)
+@click.option("-q", "--quiet", is_flag=True, help="no progress bars")
+def add_parts_cmd(index_dir, parts, sets, no_detect, quiet) -> None:
+    """Add the parts INDEX_DIR lacks (without --parts: those the default method needs).
+
+    Only the missing parts are built (with the parts they are built from, if missing too);
+    parts the index has are kept as they are. Options are detected from the corpus as by
+    `hopgraph index`. The index is saved atomically under the writer lock, like `hopgraph
+    add`; a server already serving the folder sees the new parts after a restart."""
+    from hopgraph.atomic import writer_lock
+    from hopgraph.defaults import DEFAULT_PARTS, describe_detected, detected_options
+    from hopgraph.index import Index
+
+    options = split_part_options(parse_assignments(sets))
+    wanted = _csv(parts) if parts is not None else list(DEFAULT_PARTS)
+    if not wanted:
+        raise click.BadParameter("name at least one part", param_hint="--parts")
+    t0 = time.perf_counter()
+    with writer_lock(Path(index_dir).resolve()):  # a server on this folder takes turns with us
+        index = Index.load(index_dir)
+        missing = index.missing(wanted)
+        if not missing:
+            click.echo(
+                f"{index.path}: nothing to add, the index has {', '.join(wanted)} "
+                f"(parts: {', '.join(index.parts)})",
+                err=True,
+            )
+            return
+        if not no_detect:
+            options, detected = detected_options(index.corpus, missing, options, have=index.parts)
+            if detected:
+                click.echo(describe_detected(detected), err=True)
+                index.detected = detected
+        built = index.add_parts(missing, options, progress=not quiet)
+        path = index.save(index_dir)
+    secs = time.perf_counter() - t0
+    click.echo(
+        f"{path}: added {', '.join(built)} in {secs:.1f}s (parts now: {', '.join(index.parts)})",
+        err=True,
+    )
+
+
 def _update_index(index_dir: str, *, add: list, delete: list[str], progress: bool) -> None:
     from hopgraph.atomic import writer_lock
     from hopgraph.index import Index
@@ -175,7 +249,14 @@ def method_specs(methods: list[str], sets: dict[str, str], preset: dict | None =
     that has them and its ``seed_k`` to the methods it names; ``--set`` overrides both."""
     from hopgraph.eval import MethodSpec
     from hopgraph.retrieve import method_class
+    from hopgraph.retrieve.base import resolve_method_name
 
+    methods = [resolve_method_name(m) for m in methods]  # "default" → its method's name
+    resolved: dict[str, str] = {}
+    for key, value in sets.items():  # default.param=v is the default method's parameter
+        m, dot, name = key.partition(".")
+        resolved[f"{resolve_method_name(m)}.{name}" if dot else key] = value
+    sets = resolved
     params: dict[str, dict[str, str]] = {m: {} for m in methods}
     for m in methods:
         names = {n for n, *_ in describe_options(method_class(m).Params)}
@@ -201,7 +282,10 @@ def method_specs(methods: list[str], sets: dict[str, str], preset: dict | None =
 
 @cli.command("eval")
 @click.argument("dataset")
-@click.option("--method", "methods", default="bm25", show_default=True, help="comma-separated")
+@click.option(
+    "--method", "methods", default="default", show_default=True,
+    help="comma-separated; 'default' is the recommended method",
+)  # fmt: skip
 @click.option("--set", "sets", multiple=True, help=f"[method.]param=value; {ASSIGN_HELP}")
 @click.option("--index-set", "index_sets_cli", multiple=True, help="index part option part.opt=v")
 @click.option("--preset", default=None, help="named preset of tuned settings (hopgraph presets)")
@@ -246,20 +330,31 @@ def eval_cmd(
     for reason, n in ds.skipped.items():
         hint = "; --include-incomplete keeps them" if reason == "gold_incomplete" else ""
         click.echo(f"skipped {n} questions ({reason}{hint})", err=True)
+    # the default method's parts get the options detected from the corpus (index options
+    # given by a preset or --index-set win); other methods keep their parts' plain defaults
+    from hopgraph.defaults import DEFAULT_METHOD, describe_detected, detected_options
+
+    options = split_part_options(parse_assignments(index_sets))
+    detected = None
+    if any(s.method == DEFAULT_METHOD for s in specs):
+        options, detected = detected_options(ds.corpus, required_parts(specs), options)
+        if detected:
+            click.echo(describe_detected(detected), err=True)
     if pool_by:
         from hopgraph.eval import merge_results
         from hopgraph.eval.pools import pool_indexes
 
         if limit:
             ds.questions = ds.questions[:limit]
-        options = split_part_options(parse_assignments(index_sets))
         groups = [
             evaluate(ix, sub, specs, ks=ks, depth=depth, progress=False)
             for sub, ix in pool_indexes(ds, pool_by, required_parts(specs), options, not quiet)
         ]
         results = merge_results(groups)
     else:
-        index = open_cached_index(ds, path, required_parts(specs), index_sets, index_dir, not quiet)
+        index = open_cached_index(
+            ds, path, required_parts(specs), options, index_dir, not quiet, detected=detected
+        )
         results = evaluate(index, ds, specs, ks=ks, depth=depth, limit=limit, progress=not quiet)
     click.echo(markdown_table(results, ks))
     if per_query:
@@ -269,12 +364,18 @@ def eval_cmd(
         click.echo(f"wrote {json_out}", err=True)
 
 
-def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bool):
-    """Load the cached index for this dataset and options, building (and saving) missing parts."""
+def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bool, detected=None):
+    """Load the cached index for this dataset and options, building (and saving) missing parts.
+
+    ``index_sets``: ``part.option=value`` strings, or already split options (a dict);
+    ``detected``: the detection behind those options, recorded when parts are built."""
     from hopgraph.cache import index_cache_dir
     from hopgraph.index import Index
 
-    options = split_part_options(parse_assignments(index_sets))
+    if isinstance(index_sets, dict):
+        options = index_sets
+    else:
+        options = split_part_options(parse_assignments(index_sets))
     folder = index_cache_dir(path, ds.name, root=Path(index_dir) if index_dir else None)
     index = None
     if (folder / "manifest.json").exists():
@@ -285,6 +386,8 @@ def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bo
     if index is None:
         index = Index(ds.corpus)
     if index.add_parts(parts, options, progress=progress, rebuild_changed=True):
+        if detected is not None:
+            index.detected = detected
         index.save(folder)
         click.echo(f"index saved to {folder}", err=True)
     return index
@@ -564,9 +667,10 @@ def info_cmd(index_dir) -> None:
 
 @cli.command("methods")
 def methods_cmd() -> None:
-    """List retrieval methods, the index parts they need, and their parameters."""
+    """List retrieval methods, the index parts they need, and their parameters; the default
+    (used when no method is named, or with --method default) is marked."""
     from hopgraph.retrieve import list_methods, method_class
-    from hopgraph.retrieve.base import method_parts
+    from hopgraph.retrieve.base import DEFAULT_ALIAS, DEFAULT_METHOD, method_parts
 
     for name in list_methods():
         cls = method_class(name)
@@ -574,7 +678,8 @@ def methods_cmd() -> None:
             parts = method_parts(name)
         except HopgraphError:
             parts = cls.parts_for(cls.Params())
-        click.echo(f"{name}  (needs: {', '.join(parts)})  {cls.summary}")
+        mark = f"  [{DEFAULT_ALIAS}]" if name == DEFAULT_METHOD else ""
+        click.echo(f"{name}{mark}  (needs: {', '.join(parts)})  {cls.summary}")
         for opt, tp, default, help_ in describe_options(cls.Params):
             click.echo(f"    {opt}: {tp} = {default!r}  {help_}")
 
@@ -582,10 +687,11 @@ def methods_cmd() -> None:
 @cli.command("demo")
 @click.option("--workdir", type=click.Path(), default=None, help="where to write the demo index")
 @click.option(
-    "--method", default="graph_rrf", show_default=True, help="method shown for the questions"
+    "--method", default="default", show_default=True, help="method shown for the questions"
 )
 def demo_cmd(workdir, method) -> None:
-    """Index the built-in demo corpus, answer a few questions, and evaluate the base methods."""
+    """Index the built-in demo corpus, answer a few questions with the default method (or
+    --method), and evaluate every method family on it."""
     from hopgraph.demo import run_demo
 
     run_demo(Path(workdir) if workdir else None, method, echo=click.echo)
@@ -660,6 +766,16 @@ def serve_cmd(
         f"on http://{host}:{port} (API docs at /docs)",
         err=True,
     )
+    from hopgraph.defaults import DEFAULT_METHOD, DEFAULT_PARTS
+    from hopgraph.index.store import missing_parts_message
+
+    missing = served.missing(DEFAULT_PARTS)
+    if missing:  # searches without a method will be refused until the parts are added
+        click.echo(
+            "warning: searches without a method (default) will fail: "
+            + missing_parts_message(served, missing, DEFAULT_METHOD),
+            err=True,
+        )
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)  # our log lines like uvicorn's
     log_config["loggers"]["hopgraph"] = {"handlers": ["default"], "level": log_level.upper()}
     uvicorn.run(app, host=host, port=port, log_level=log_level, log_config=log_config)

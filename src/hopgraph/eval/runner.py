@@ -21,7 +21,7 @@ from hopgraph.eval.metrics import (
 )
 from hopgraph.index import Index
 from hopgraph.retrieve import get_retriever
-from hopgraph.retrieve.base import method_parts
+from hopgraph.retrieve.base import method_parts, resolve_method_name
 
 # Recall@2/5/10 etc. are always computed (the JSON report promises them), whatever ``ks`` shows.
 REPORTED_KS = (2, 5, 10)
@@ -38,6 +38,7 @@ class MethodSpec:
     label: str = ""
 
     def __post_init__(self) -> None:
+        self.method = resolve_method_name(self.method)  # "default" is reported as its method
         if not self.label:
             args = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
             self.label = f"{self.method}[{args}]" if args else self.method

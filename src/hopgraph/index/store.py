@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
@@ -65,19 +66,31 @@ class Index:
         self.update_seconds: dict[str, float] = {}  # of the last update, per part
         self.path: Path | None = None
         self.manifest_digest: str | None = None  # of the folder it was loaded from
+        # corpus settings detected when parts were built (hopgraph.index.detect), kept in the
+        # manifest: what was detected and why
+        self.detected: dict[str, Any] | None = None
 
     # -- building -------------------------------------------------------------------------
     @classmethod
     def build(
         cls,
         corpus: Corpus,
-        parts: Iterable[str] = ("sparse",),
+        parts: Iterable[str] | None = None,
         options: PartOptions | None = None,
         *,
         progress: bool = True,
     ) -> Index:
-        """Build the named parts over ``corpus``. ``options``: ``{part: {option: value}}``."""
+        """Build the named parts over ``corpus``. ``options``: ``{part: {option: value}}``.
+
+        Without ``parts``, the parts of the default method (``hopgraph.defaults.DEFAULT_PARTS``)
+        with the options detected from the corpus's titles (``options`` win, option by option);
+        the detection is kept in :attr:`detected` and in the saved manifest.
+        """
         index = cls(corpus)
+        if parts is None:
+            from hopgraph.defaults import default_build
+
+            parts, options, index.detected = default_build(corpus, options)
         index.add_parts(parts, options, progress=progress)
         return index
 
@@ -109,7 +122,7 @@ class Index:
         current = {n: asdict(p.options) for n, p in self.parts.items()}
         known = {**current, **options}
         built: list[str] = []
-        for name in _dependency_order(names + [n for n in self.parts if n not in names], known):
+        for name in dependency_order(names + [n for n in self.parts if n not in names], known):
             cls = part_class(name)
             have = self.parts.get(name)
             given = options.get(name) if name in options or have is None else current[name]
@@ -171,11 +184,12 @@ class Index:
             raise UpdateError("the update would leave the index empty; keep at least one passage")
         corpus = Corpus(passages, source=self.corpus.source)
         out = Index(corpus)
+        out.detected = self.detected
         if not add and not delete:
             out.parts = dict(self.parts)
             return out
         change = Change(self.corpus, corpus, keep, len(add))
-        order = _dependency_order(
+        order = dependency_order(
             list(self.parts), {n: asdict(p.options) for n, p in self.parts.items()}
         )
         for name in order:
@@ -208,11 +222,11 @@ class Index:
         try:
             return self.parts[name]
         except KeyError:
-            have = ", ".join(sorted(self.parts)) or "none"
-            raise ConfigError(
-                f"this index has no {name!r} part (it has: {have}); "
-                f"add it with `hopgraph index ... --parts {','.join([*sorted(self.parts), name])}`"
-            ) from None
+            raise ConfigError(missing_parts_message(self, [name])) from None
+
+    def missing(self, names: Iterable[str]) -> list[str]:
+        """The parts of ``names`` this index lacks, in order."""
+        return [n for n in dict.fromkeys(names) if n not in self.parts]
 
     def __len__(self) -> int:
         return len(self.corpus)
@@ -221,6 +235,7 @@ class Index:
         return {
             "path": str(self.path) if self.path else None,
             "passages": len(self.corpus),
+            "detected": self.detected,
             "parts": {
                 n: {
                     "options": asdict(p.options),
@@ -259,6 +274,8 @@ class Index:
                 "parts": {n: {k: v for k, v in d.items()} for n, d in info["parts"].items()},
                 "files": file_table(tmp),
             }
+            if self.detected is not None:
+                manifest["detected"] = self.detected
             _write_synced(tmp / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
         self.path = path
         return path
@@ -291,9 +308,27 @@ class Index:
                 raise IndexError_(f"{root}: part {name!r} failed to load ({exc}); rebuild") from exc
             if meta.get("build_seconds") is not None:
                 index.build_seconds[name] = meta["build_seconds"]
+        index.detected = manifest.get("detected")
         index.path = root
         index.manifest_digest = digest
         return index
+
+
+def missing_parts_message(index: Index, missing: Sequence[str], method: str | None = None) -> str:
+    """Why ``index`` cannot serve a request needing the parts ``missing``, and the command that
+    adds them (``hopgraph add-parts``, naming the index folder when it has one)."""
+    have = ", ".join(sorted(index.parts)) or "none"
+    folder = shlex.quote(str(index.path)) if index.path else "INDEX_DIR"
+    names = ", ".join(repr(m) for m in missing)
+    one = len(missing) == 1
+    noun = "part" if one else "parts"
+    problem = f"this index has no {names} {noun}"
+    if method:
+        problem = f"method {method!r} needs more index parts: {problem}"
+    return (
+        f"{problem} (it has: {have}); add {'it' if one else 'them'} with "
+        f"`hopgraph add-parts {folder} --parts {','.join(missing)}`"
+    )
 
 
 def manifest_digest(root: Path) -> str | None:
@@ -305,7 +340,7 @@ def manifest_digest(root: Path) -> str | None:
         return None
 
 
-def _dependency_order(names: list[str], options: PartOptions) -> list[str]:
+def dependency_order(names: list[str], options: PartOptions) -> list[str]:
     """``names`` and the parts they are built from, each after its dependencies."""
     order: list[str] = []
 

@@ -12,6 +12,7 @@ import numpy as np
 from hopgraph.config import make_options
 from hopgraph.errors import ConfigError, HopgraphError
 from hopgraph.index import Index
+from hopgraph.index.store import missing_parts_message
 from hopgraph.retrieve.ranking import Ranking
 
 
@@ -27,8 +28,9 @@ class Retriever(ABC):
     summary: ClassVar[str] = ""
 
     def __init__(self, index: Index, params: Any):
-        for part in self.parts_for(params):
-            index.part(part)  # fails with a clear message when missing
+        missing = index.missing(self.parts_for(params))
+        if missing:  # one message naming every missing part and the command that adds them
+            raise ConfigError(missing_parts_message(index, missing, self.name))
         self.index = index
         self.params = params
         self.ids = index.corpus.ids
@@ -145,11 +147,11 @@ def list_methods() -> list[str]:
 def method_parts(name: str | None, params: dict[str, Any] | None = None) -> tuple[str, ...]:
     """The index parts method ``name`` needs with ``params``."""
     cls = method_class(name)
-    return cls.parts_for(make_options(cls.Params, params or {}, what=f"method {name!r}"))
+    return cls.parts_for(make_options(cls.Params, params or {}, what=f"method {cls.name!r}"))
 
 
 def get_retriever(index: Index, name: str | None = None, **params: Any) -> Retriever:
     """The retriever ``name`` over ``index`` with ``params`` (CLI strings are converted);
     without a name (or with ``"default"``), the recommended default method."""
     cls = method_class(name)
-    return cls(index, make_options(cls.Params, params, what=f"method {name!r}"))
+    return cls(index, make_options(cls.Params, params, what=f"method {cls.name!r}"))

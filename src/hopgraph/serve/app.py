@@ -33,7 +33,7 @@ from hopgraph.errors import (
     UpdateError,
 )
 from hopgraph.retrieve import list_methods, method_class
-from hopgraph.retrieve.base import Retriever, method_parts
+from hopgraph.retrieve.base import DEFAULT_METHOD, Retriever, method_parts
 from hopgraph.retrieve.ranking import Ranking
 from hopgraph.serve import schemas as s
 from hopgraph.serve.jsonbody import StrictJSONRoute
@@ -48,6 +48,10 @@ Searches run on an immutable snapshot of the index; an update (add or delete) bu
 index, saves it atomically over the folder, reloads it and then swaps the snapshot, so a search
 sees the index entirely before or entirely after an update. Updates are serialized by a lock
 inside the process: serve a folder from one process only.
+
+A search that names no `method` (or names `default`) uses the recommended default method
+(`default_method` in `GET /info`); on an index without its parts it answers 422
+`missing_index_part`, naming the `hopgraph add-parts` command that adds them.
 
 Every error answers `{"error": {"type", "message", "details"}}` with a 4xx status:
 400 bad encoding or JSON, 404 unknown passage or path, 409 refused update (duplicate ids, would
@@ -210,10 +214,13 @@ def _router(served: ServedIndex) -> APIRouter:
     @router.get("/info", response_model=s.Info, summary="Index, methods and limits")
     def info() -> dict[str, Any]:
         snap = served.snapshot
+        methods = [_method_info(name, snap, served) for name in list_methods()]
         return {
             "index": jsonable(snap.index.info()),
             "generation": snap.generation,
-            "methods": [_method_info(name, snap, settings) for name in list_methods()],
+            "default_method": DEFAULT_METHOD,
+            "default_available": any(m["default"] and m["available"] for m in methods),
+            "methods": methods,
             "limits": settings.limits(),
         }
 
@@ -299,15 +306,16 @@ def _update(
     }
 
 
-def _method_info(name: str, snap: Snapshot, settings: Settings) -> dict[str, Any]:
+def _method_info(name: str, snap: Snapshot, served: ServedIndex) -> dict[str, Any]:
     cls = method_class(name)
-    fixed = settings.method_params.get(name, {})
+    fixed = served.method_params.get(name, {})
     try:
         parts = list(method_parts(name, fixed))
     except HopgraphError:  # e.g. a method that needs model=FOLDER
         parts = list(cls.parts_for(cls.Params()))
     return {
         "name": name,
+        "default": name == DEFAULT_METHOD,
         "summary": cls.summary,
         "parts": parts,
         "available": all(snap.index.has(p) for p in parts),

@@ -36,7 +36,11 @@ class Strict(BaseModel):
 
 
 class SearchOptions(Strict):
-    method: str = Field("bm25", description="retrieval method (GET /info lists them)")
+    method: str = Field(
+        "default",
+        description="retrieval method (GET /info lists them); omitted or 'default': the "
+        "recommended method (default_method in GET /info)",
+    )
     k: int = Field(10, ge=1, description="passages to return (at most the server's max_k)")
     params: dict[str, ParamValue] = Field(
         default_factory=dict, description='method parameters, e.g. {"k_rrf": 30}'
@@ -135,6 +139,7 @@ class MethodParam(BaseModel):
 
 class MethodInfo(BaseModel):
     name: str
+    default: bool = Field(description="the method used when a request names none")
     summary: str
     parts: list[str] = Field(description="index parts it needs (with its default parameters)")
     available: bool = Field(description="the served index has every part it needs")
@@ -145,6 +150,13 @@ class MethodInfo(BaseModel):
 class Info(BaseModel):
     index: dict[str, Any] = Field(description="hopgraph info of the served index")
     generation: int
+    default_method: str = Field(
+        description="the method a search without `method` (or with 'default') uses"
+    )
+    default_available: bool = Field(
+        description="the served index has every part the default method needs (else a search "
+        "without `method` answers 422 missing_index_part naming `hopgraph add-parts`)"
+    )
     methods: list[MethodInfo]
     limits: dict[str, int]
 

@@ -30,9 +30,9 @@ from hopgraph.config import make_options
 from hopgraph.corpus import Passage
 from hopgraph.errors import ConfigError, HopgraphError
 from hopgraph.index import Index
-from hopgraph.index.store import manifest_digest
+from hopgraph.index.store import manifest_digest, missing_parts_message
 from hopgraph.retrieve import method_class
-from hopgraph.retrieve.base import Retriever
+from hopgraph.retrieve.base import Retriever, resolve_method_name
 from hopgraph.serve.settings import SERVER_ONLY_PARAMS, Settings
 
 log = logging.getLogger("hopgraph.serve")
@@ -111,6 +111,10 @@ class ServedIndex:
         self.path = Path(path).expanduser().resolve()
         self.settings = settings or Settings()
         self._check_server_params()
+        # server parameters by the method's own name (``--set default.depth=50`` included)
+        self.method_params: dict[str, dict[str, Any]] = {}
+        for method, params in self.settings.method_params.items():
+            self.method_params.setdefault(resolve_method_name(method), {}).update(params)
         index = Index.load(self.path, verify=self.settings.verify)
         self.snapshot = self._snapshot(index, 0)
         self._write_lock = threading.Lock()
@@ -126,12 +130,14 @@ class ServedIndex:
 
     # -- searching ------------------------------------------------------------------------
     def retriever(self, snap: Snapshot, method: str, params: dict[str, Any]) -> Retriever:
-        """The retriever of ``snap`` for ``method`` with the client's ``params`` over the
-        server's fixed ones; :class:`RequestError` says what is wrong with the request."""
+        """The retriever of ``snap`` for ``method`` (``"default"``: the default method) with the
+        client's ``params`` over the server's fixed ones; :class:`RequestError` says what is
+        wrong with the request."""
         try:
             cls = method_class(method)
         except ConfigError as exc:
             raise RequestError("unknown_method", str(exc)) from None
+        method = cls.name
         fixed = sorted(set(params) & SERVER_ONLY_PARAMS)
         if fixed:
             raise RequestError(
@@ -139,7 +145,7 @@ class ServedIndex:
                 f"parameter {fixed[0]!r} names files the server would load; it is set by the "
                 f"operator (hopgraph serve --set {method}.{fixed[0]}=...)",
             )
-        values = {**self.settings.method_params.get(method, {}), **params}
+        values = {**self.method_params.get(method, {}), **params}
         try:
             opts = make_options(cls.Params, values, what=f"method {method!r}")
         except ConfigError as exc:
@@ -151,13 +157,11 @@ class ServedIndex:
             needs = cls.parts_for(opts)
         except ConfigError as exc:
             raise RequestError("invalid_params", str(exc)) from None
-        missing = [p for p in needs if not snap.index.has(p)]
+        missing = snap.index.missing(needs)
         if missing:
-            have = ", ".join(sorted(snap.index.parts)) or "none"
             raise RequestError(
                 "missing_index_part",
-                f"method {method!r} needs the index part(s) {', '.join(missing)}, which this index "
-                f"lacks (it has: {have}); build an index with them to use it",
+                missing_parts_message(snap.index, missing, method) + ", then restart the server",
             )
         try:
             return snap.retrievers.get(cls, opts)

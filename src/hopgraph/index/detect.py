@@ -1,0 +1,143 @@
+"""Corpus-setting detection: index options for the default pipeline, read off the passage titles.
+
+SPRIG-EL's title aliases (``entities.title_aliases``) turn every passage title into an entity
+node (``"Kiss and Tell (1945 film)"`` and a mention ``"Kiss and Tell"`` become one node, with an
+edge to its own page). That helps when titles *are* entity names, as in Wikipedia-derived
+corpora (HotpotQA, 2WikiMultiHopQA, MuSiQue), and hurts when they are sentences (paper titles
+such as SciFact's) or absent: then every title becomes a rare, useless node.
+
+:func:`detect_settings` looks only at the titles (no model, milliseconds for thousands of
+passages) and turns the aliases on when
+
+- most passages have a title (share ≥ :data:`MIN_TITLED`),
+- the titles are mostly distinct (share of distinct titles ≥ :data:`MIN_DISTINCT`; chunks of
+  one document share its title, and a title owning many passages is no entity page),
+- they are short (median ≤ :data:`MAX_MEDIAN_WORDS` words, disambiguator excluded),
+- and most look like names (share ≥ :data:`MIN_NAME_LIKE`, see :func:`looks_like_name`).
+
+The result also records the measurements and the reason, so an index can say why it was built
+the way it was (``hopgraph info`` shows it under ``detected``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from hopgraph.corpus import Corpus
+from hopgraph.text.ner import strip_disambiguator
+
+MIN_TITLED = 0.5
+MIN_DISTINCT = 0.5
+MAX_MEDIAN_WORDS = 6
+MIN_NAME_LIKE = 0.5
+MAX_NAME_WORDS = 6
+
+DETECTED_PARTS: tuple[str, ...] = ("entities",)
+"""The parts whose options :func:`detect_settings` sets."""
+
+WHY = "why"
+"""The key of :func:`detect_settings`' result holding the evidence (every other key is a part)."""
+
+# lowercase words that names contain (``Battle of the Bulge``, ``Leonardo da Vinci``)
+_PARTICLES = frozenset(
+    "a an and as at by da de del della der des di du for from in la le of on or the to van "
+    "von with y".split()
+)
+_SENTENCE_END = (".", "?", "!")
+
+
+def looks_like_name(title: str) -> bool:
+    """Whether ``title`` reads like an entity name rather than a sentence: at most
+    :data:`MAX_NAME_WORDS` words once its disambiguator is removed, starting with a capital
+    or a digit, at least half of its non-particle words capitalised, and no sentence-final
+    ``.``, ``?`` or ``!`` (an abbreviation such as ``Jr.`` or ``Inc.`` may end it)."""
+    base = strip_disambiguator(title).strip(" \"'“”‘’")
+    words = base.split()
+    if not words or len(words) > MAX_NAME_WORDS:
+        return False
+    if not (words[0][0].isupper() or words[0][0].isdigit()):
+        return False
+    last = words[-1]
+    if last.endswith(_SENTENCE_END) and not (last.endswith(".") and len(last) <= 4):
+        return False
+    content = [w for w in words if w.lower() not in _PARTICLES]
+    if not content:
+        return False
+    capitalised = sum(1 for w in content if w[0].isupper() or w[0].isdigit())
+    return capitalised * 2 >= len(content)
+
+
+def title_stats(titles: Iterable[str]) -> dict[str, Any]:
+    """The measurements :func:`detect_settings` decides on (shares in [0, 1], rounded)."""
+    all_titles = [(t or "").strip() for t in titles]
+    n = len(all_titles)
+    titled = [t for t in all_titles if t]
+    words = [len(strip_disambiguator(t).split()) for t in titled]
+    counts = Counter(titled)
+    return {
+        "passages": n,
+        "titled_share": round(len(titled) / n, 4) if n else 0.0,
+        "distinct_share": round(len(counts) / len(titled), 4) if titled else 0.0,
+        "median_title_words": float(statistics.median(words)) if words else 0.0,
+        "name_like_share": (
+            round(sum(looks_like_name(t) for t in titled) / len(titled), 4) if titled else 0.0
+        ),
+    }
+
+
+def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
+    """Part options for the default pipeline over ``corpus``, and why.
+
+    Returns ``{"entities": {"title_aliases": bool}, "why": {...}}``: every key but ``"why"``
+    is a part's options (as ``Index.build`` takes them); ``"why"`` holds the measurements of
+    :func:`title_stats`, the thresholds, and a sentence saying what was decided.
+    """
+    stats = title_stats(p.title for p in corpus)
+    failed = []
+    if stats["titled_share"] < MIN_TITLED:
+        failed.append(f"{stats['titled_share']:.0%} of passages have a title (< {MIN_TITLED:.0%})")
+    else:
+        if stats["distinct_share"] < MIN_DISTINCT:
+            failed.append(
+                f"{stats['distinct_share']:.0%} of titles are distinct (< {MIN_DISTINCT:.0%})"
+            )
+        if stats["median_title_words"] > MAX_MEDIAN_WORDS:
+            failed.append(
+                f"median title length {stats['median_title_words']:g} words (> {MAX_MEDIAN_WORDS})"
+            )
+        if stats["name_like_share"] < MIN_NAME_LIKE:
+            failed.append(
+                f"{stats['name_like_share']:.0%} of titles look like names (< {MIN_NAME_LIKE:.0%})"
+            )
+    aliases = not failed
+    if aliases:
+        reason = (
+            f"titles look like entity names ({stats['titled_share']:.0%} titled, "
+            f"{stats['distinct_share']:.0%} distinct, median {stats['median_title_words']:g} "
+            f"words, {stats['name_like_share']:.0%} name-like): title aliases on"
+        )
+    else:
+        reason = (
+            "titles do not look like entity names (" + "; ".join(failed) + "): title aliases off"
+        )
+    return {
+        "entities": {"title_aliases": aliases},
+        WHY: {
+            **stats,
+            "thresholds": {
+                "min_titled_share": MIN_TITLED,
+                "min_distinct_share": MIN_DISTINCT,
+                "max_median_title_words": MAX_MEDIAN_WORDS,
+                "min_name_like_share": MIN_NAME_LIKE,
+            },
+            "reason": reason,
+        },
+    }
+
+
+def detected_part_options(detected: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The part options of a :func:`detect_settings` result (without ``"why"``)."""
+    return {k: dict(v) for k, v in detected.items() if k != WHY}
