@@ -1,0 +1,138 @@
+"""Fit the ``multihop`` ranker shipped in the package, and measure how it transfers.
+
+    .venv/bin/python benchmarks/default_ranker.py --data-dir ../shared/data            # the model
+    .venv/bin/python benchmarks/default_ranker.py --data-dir ../shared/data --lodo     # + LOFO rows
+    .venv/bin/python benchmarks/default_ranker.py --data-dir ../shared/data --ablation # + ablation
+
+Training questions: the train sets and dev questions of ``../shared/data`` (hotpotqa_train,
+musique_train, hotpotqa, musique, 2wikimultihopqa, SciFact's train qrels); never the held-out
+questions. With ``--lodo``, each corpus family (HotpotQA = dev + train, MuSiQue = dev + train,
+2Wiki, SciFact) is left out in turn: the ranker is refitted without it and evaluated on its dev
+questions, the transfer to a corpus it never saw. Indexes are the default build (detected
+settings) cached under ``--index-dir``. The model is written to
+``src/hopgraph/models/multihop-ranker.json`` (``--out``); the same data give the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from hopgraph.cache import index_cache_dir
+from hopgraph.corpus import load_dataset
+from hopgraph.index import Index
+from hopgraph.retrieve.hop_features import HopSettings
+from hopgraph.retrieve.multihop import MultihopParams
+from hopgraph.training.ranker import TrainingCorpus, evaluate_ranker, train
+
+ROOT = Path(__file__).resolve().parents[1]
+# (name, split, family); dev questions are the ones the README's tables report
+TRAINING = [
+    ("hotpotqa_train", "test", "hotpotqa"),
+    ("hotpotqa", "test", "hotpotqa"),
+    ("musique_train", "test", "musique"),
+    ("musique", "test", "musique"),
+    ("2wikimultihopqa", "test", "2wikimultihopqa"),
+    ("scifact", "train", "scifact"),
+]
+EVALUATED = {"hotpotqa": "hotpotqa", "musique": "musique", "2wikimultihopqa": "2wikimultihopqa",
+             "scifact": "scifact"}  # fmt: skip
+ABLATIONS: dict[str, dict] = {
+    "all signals": {},
+    "− PPR (entity graph)": {"drop": ("ppr", "ppr_rank")},
+    "− BM25": {"drop": ("bm25", "bm25_rank", "bm25_hop")},
+    "− dense": {"drop": ("cosine", "cosine_gap", "dense_rank", "hop_cosine", "hop_gain")},
+    "− title/entity match": {"drop": ("title_in_query", "query_entities", "title_overlap")},
+    "− bridge pages and back links": {"drop": ("bridge", "bridge_cosine", "backlink")},
+    "− rewritten queries": {"drop": ("hop_cosine", "hop_gain", "bm25_hop")},
+    "− shared entities, GCS": {"drop": ("anchor_shared", "gcs_lift")},
+    "− every second-hop signal": {
+        "drop": (
+            "bridge",
+            "bridge_cosine",
+            "backlink",
+            "hop_cosine",
+            "hop_gain",
+            "bm25_hop",
+            "anchor_shared",
+            "gcs_lift",
+        )
+    },
+}
+
+
+def default_index(
+    name: str, family: str, data_dir: Path, index_dir: Path | None, split: str
+) -> TrainingCorpus:
+    """The default index of dataset ``name`` (cached, built where missing) and its questions."""
+    from hopgraph.defaults import default_build
+
+    path = data_dir / name
+    ds = load_dataset(path, split=split)
+    folder = index_cache_dir(path, ds.name, root=index_dir)
+    parts, options, detected = default_build(ds.corpus)
+    index = Index.load(folder) if (folder / "manifest.json").exists() else Index(ds.corpus)
+    if index.add_parts(parts, options, progress=True, rebuild_changed=True):
+        index.save(folder)
+    reason = (detected or {}).get("why", {}).get("reason", "")
+    print(f"{name}:{split}: {len(ds.corpus)} passages, {len(ds.questions)} questions; {reason}",
+          file=sys.stderr)  # fmt: skip
+    return TrainingCorpus.of(name, family, index, ds)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data-dir", default=os.environ.get("HOPGRAPH_DATA", "../shared/data"))
+    ap.add_argument("--index-dir", default=None, help="index cache (default: hopgraph's)")
+    ap.add_argument("--out", default=str(ROOT / "src/hopgraph/models/multihop-ranker.json"))
+    ap.add_argument("--lodo", action="store_true", help="leave-one-family-out rows")
+    ap.add_argument("--ablation", action="store_true", help="LOFO rows per dropped signal")
+    ap.add_argument("--no-model", action="store_true", help="do not write the model")
+    ap.add_argument("--results", default=str(ROOT / "benchmarks/results/default_ranker.json"))
+    args = ap.parse_args()
+    data_dir = Path(args.data_dir)
+    index_dir = Path(args.index_dir) if args.index_dir else None
+    corpora = [default_index(n, f, data_dir, index_dir, split) for n, split, f in TRAINING]
+    dev = {c.name: c for c in corpora}
+    scifact_test = default_index("scifact", "scifact", data_dir, index_dir, "test")
+    settings = MultihopParams().settings()
+    results: dict = {"settings": {k: v for k, v in settings.__dict__.items() if k != "drop"}}
+    if Path(args.results).exists():
+        results = {**json.loads(Path(args.results).read_text()), **results}
+    if not args.no_model:
+        t0 = time.perf_counter()
+        ranker = train(corpora, settings)
+        ranker.save(args.out)
+        print(f"wrote {args.out} in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+
+    def lofo(s: HopSettings) -> dict:
+        out = {}
+        cache: dict = {}
+        for fam in EVALUATED:
+            ranker = train(corpora, s, exclude=fam, progress=False, cache=cache)
+            target = scifact_test if fam == "scifact" else dev[fam]
+            out[fam] = evaluate_ranker(target, ranker, s)
+            print(f"  held out {fam}: {json.dumps(out[fam])}", file=sys.stderr)
+        return out
+
+    if args.lodo:
+        results["lofo"] = lofo(settings)
+    if args.ablation:
+        from dataclasses import replace
+
+        results["ablation"] = {}
+        for label, change in ABLATIONS.items():
+            print(label, file=sys.stderr)
+            s = replace(settings, drop=change.get("drop", ()))
+            results["ablation"][label] = lofo(s)
+            Path(args.results).write_text(json.dumps(results, indent=1) + "\n")
+    Path(args.results).write_text(json.dumps(results, indent=1) + "\n")
+    print(f"wrote {args.results}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

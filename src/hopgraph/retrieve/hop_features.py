@@ -1,0 +1,339 @@
+"""Per-passage features for the ``multihop`` ranker: first-hop signals, candidates, second hop.
+
+Every signal is a shared operator of the project: BM25 (``sparse``), cosine (``dense``), RRF,
+SPRIG's PPR over the entity–passage graph, GraphER's cohesive smoothing. What is new here is how
+the second hop is found without an LLM: the *anchors* (the best passages so far) lead to
+
+- **bridge pages**: the own pages (title aliases) of the entities an anchor mentions,
+- **back links**: passages that mention an anchor's own entity,
+- **shared entities**: rare entities a passage shares with an anchor,
+- **rewritten queries**: the query plus an anchor, as a vector (``normalise(q + v_anchor)``) and
+  as words (the query plus the anchor's title, for BM25).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from hopgraph.graph.cohesion import graph_cohesive_smoothing, shared_entity_adjacency
+from hopgraph.graph.ppr import ppr_power
+from hopgraph.index import Index
+from hopgraph.retrieve.operators import reciprocal_rank_fusion
+from hopgraph.retrieve.ranking import top_k
+from hopgraph.retrieve.seeds import entity_weights, mix_seeds, passage_weights
+
+FEATURES: tuple[str, ...] = (
+    "bm25",  # BM25 / the best BM25 of the query
+    "cosine",  # dense cosine
+    "cosine_gap",  # cosine − the best cosine of the query
+    "ppr",  # PPR / the best PPR of the query
+    "bm25_rank",  # −log(1 + rank), 1-based, in each list (absent: rank = n)
+    "dense_rank",
+    "ppr_rank",
+    "rrf_rank",
+    "title_in_query",  # the passage's own entity is one of the query's entities
+    "query_entities",  # share of the query's entities the passage mentions
+    "title_overlap",  # share of the title's words found in the query
+    "bridge",  # own page of an entity an anchor mentions: max over anchors of 1/anchor rank
+    "backlink",  # mentions an anchor's own entity: max over anchors of 1/anchor rank
+    "hop_cosine",  # max over anchors of cos(passage, normalise(q + v_anchor))
+    "hop_gain",  # hop_cosine − cosine
+    "bridge_cosine",  # bridge × cosine: a bridge page that also looks like the question
+    "anchor_shared",  # entities shared with an anchor (idf-weighted share), × 1/anchor rank
+    "bm25_hop",  # BM25 of the query + an anchor's title / its best, max over the top anchors
+    "gcs_lift",  # GraphER's cohesive smoothing over shared entities: smoothed − own score
+    "entity_titles",  # 1 when the corpus's titles are entity names (title aliases detected on)
+)
+COL = {f: i for i, f in enumerate(FEATURES)}
+
+
+@dataclass(frozen=True)
+class HopSettings:
+    """The knobs of feature extraction (the method's parameters pass them through)."""
+
+    depth: int = 50
+    anchors: int = 8
+    bridge_cap: int = 30
+    k_rrf: float = 60.0
+    alpha: float = 0.15
+    max_iter: int = 5
+    hub_penalty: float = 0.5
+    entity_q: float = 0.5
+    seed_k: int = 5
+    own_page_boost: float = 10.0
+    rewrite_anchors: int = 3
+    rewrite_entities: int = 5
+    rewrite_k: int = 0
+    gcs_alpha: float = 0.5
+    ngram_entities: bool = True
+    drop: tuple[str, ...] = ()  # features zeroed (ablations)
+
+
+class EntityMaps:
+    """Entity → own page and passage → own entity (title aliases), derived once per part."""
+
+    def __init__(self, entities: Any, n: int):
+        self.own_page = np.full(len(entities.names), -1, np.int64)
+        self.page_entity = np.full(n, -1, np.int64)
+        if entities.owns is not None and entities.owns.nnz:
+            coo = sp.coo_matrix(entities.owns)
+            self.own_page[coo.col] = coo.row
+            self.page_entity[coo.row] = coo.col
+        df = np.asarray(entities.df, np.float64)
+        self.idf = np.log((n + 1.0) / (df + 1.0))
+        m = sp.csr_matrix(entities.mentions)
+        self.binary = sp.csr_matrix(
+            (np.ones_like(m.data, np.float64), m.indices, m.indptr), m.shape
+        )
+
+
+_MAPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def entity_maps(entities: Any, n: int) -> EntityMaps:
+    m = _MAPS.get(entities)
+    if m is None:
+        m = _MAPS[entities] = EntityMaps(entities, n)
+    return m
+
+
+@dataclass
+class FirstHop:
+    """One query's first-hop signals over the whole corpus."""
+
+    query: str
+    qvec: np.ndarray
+    bm25: np.ndarray
+    cos: np.ndarray
+    ppr: np.ndarray
+    b_list: np.ndarray
+    d_list: np.ndarray
+    p_list: np.ndarray
+    fused: np.ndarray
+    query_entities: np.ndarray
+    rank_feats: np.ndarray = field(repr=False)  # n × 4: −log(1 + rank) in bm25, dense, ppr, rrf
+
+
+def _neg_log_rank(order: np.ndarray, n: int) -> np.ndarray:
+    out = np.full(n, -np.log1p(n), np.float64)
+    out[order] = -np.log1p(np.arange(1, len(order) + 1))
+    return out
+
+
+def corpus_kind(index: Index) -> str:
+    """``entity_titles`` when the index's entities part has title aliases (titles detected as
+    entity names), else ``plain_titles``: the ranker has one model for each."""
+    return "entity_titles" if index.part("entities").owns is not None else "plain_titles"
+
+
+def first_hop(index: Index, s: HopSettings, query: str, qvec: np.ndarray) -> FirstHop:
+    """BM25, cosine, their RRF and PPR seeded by the query's entities and the RRF top
+    ``seed_k`` (SPRIG's graph_rrf with the own-page boost where titles are aliases)."""
+    sparse, dense, ents = index.part("sparse"), index.part("dense"), index.part("entities")
+    n = len(index.corpus)
+    bm25 = np.asarray(sparse.scores(query), np.float64)
+    cos = np.asarray(dense.scores(qvec), np.float64)
+    deep = min(n, max(100, s.depth))
+    b_list = top_k(bm25, deep, positive_only=True)
+    d_list = top_k(cos, deep)
+    fused, _ = reciprocal_rank_fusion([b_list, d_list], s.k_rrf)
+    boost = s.own_page_boost if ents.owns is not None else 1.0
+    g = ents.graph(s.hub_penalty, 0.0, 0, boost)
+    found = ents.query_entities(query)
+    if s.ngram_entities:  # n-gram lookup finds names whatever their capitalisation
+        found = list(dict.fromkeys([*found, *ents.query_entities(query, "ngram")]))
+    q_ents = np.asarray(found, np.int64)
+    q_ents = q_ents[g.kept[q_ents]] if q_ents.size else q_ents
+    s_e = np.zeros(g.n_nodes)
+    s_e[n + q_ents] = entity_weights(g.df[q_ents], s.entity_q)
+    s_d = np.zeros(g.n_nodes)
+    seeds = fused[: s.seed_k]
+    s_d[seeds] = passage_weights(np.zeros(len(seeds)), "rank")
+    seed = mix_seeds(s_e, s_d, "l1")
+    ppr = ppr_power(g.PT, seed, s.alpha, s.max_iter)[:n] if seed.sum() > 0 else np.zeros(n)
+    p_list = top_k(ppr, deep, positive_only=True)
+    ranks = np.stack([_neg_log_rank(lst, n) for lst in (b_list, d_list, p_list, fused)], axis=1)
+    return FirstHop(query, qvec, bm25, cos, ppr, b_list, d_list, p_list, fused, q_ents, ranks)
+
+
+def first_anchors(fh: FirstHop, k: int) -> list[int]:
+    """The first hop's best passages: PPR's top ``k``, then RRF's, without repeats."""
+    out: list[int] = []
+    for r in [*fh.p_list[:k].tolist(), *fh.fused[:k].tolist()]:
+        if r not in out:
+            out.append(r)
+    return out[:k]
+
+
+def first_candidates(fh: FirstHop, s: HopSettings) -> list[int]:
+    """The union of the BM25, dense and PPR top ``depth``, in that order."""
+    return list(
+        dict.fromkeys(
+            [*fh.b_list[: s.depth].tolist(), *fh.d_list[: s.depth].tolist(),
+             *fh.p_list[: s.depth].tolist()]
+        )
+    )  # fmt: skip
+
+
+def bridges(index: Index, s: HopSettings, anchors: list[int]) -> dict[int, tuple[int, int]]:
+    """Bridge page → (anchor, entity): the own pages of the entities each anchor mentions
+    (rarest ``bridge_cap`` per anchor), kept for the best-ranked anchor."""
+    ents = index.part("entities")
+    maps = entity_maps(ents, len(index.corpus))
+    via: dict[int, tuple[int, int]] = {}
+    for a in anchors:
+        a_ents = ents.passage_entities(a)
+        pages = maps.own_page[a_ents]
+        ok = (pages >= 0) & (pages != a)
+        a_ents, pages = a_ents[ok], pages[ok]
+        order = np.lexsort((a_ents, ents.df[a_ents]))[: s.bridge_cap]
+        for e, pg in zip(a_ents[order].tolist(), pages[order].tolist(), strict=True):
+            via.setdefault(pg, (a, e))
+    return via
+
+
+@dataclass
+class Rewrites:
+    """The query rewritten through the top anchors: BM25 of the query plus the anchor's title and
+    rarest new entities (GRIEVER's rewrite through the join entity, without an LLM), and the
+    cosine with ``normalise(q + v_anchor)``; each over the whole corpus."""
+
+    anchors: list[int]
+    texts: list[str]
+    bm25: list[np.ndarray]
+    cos: list[np.ndarray]
+
+    def top(self, k: int) -> list[int]:
+        out: list[int] = []
+        for a, b, c in zip(self.anchors, self.bm25, self.cos, strict=True):
+            for arr in (b, c) if k > 0 else ():
+                out += [r for r in top_k(arr, k + 1, positive_only=True).tolist() if r != a][:k]
+        return out
+
+
+def rewrites(index: Index, s: HopSettings, fh: FirstHop, anchors: list[int]) -> Rewrites:
+    sparse, dense, ents = index.part("sparse"), index.part("dense"), index.part("entities")
+    qset = set(fh.query_entities.tolist())
+    use = anchors[: s.rewrite_anchors]
+    texts, bm, cs = [], [], []
+    q = np.asarray(fh.qvec, np.float64)
+    for a in use:
+        a_ents = [e for e in ents.passage_entities(a).tolist() if e not in qset]
+        a_ents.sort(key=lambda e: (ents.df[e], e))
+        text = " ".join(
+            [index.corpus[a].title, *(ents.names[e] for e in a_ents[: s.rewrite_entities])]
+        )
+        texts.append(text)
+        bm.append(np.asarray(sparse.scores(f"{fh.query} {text}"), np.float64))
+        h = q + np.asarray(dense.embeddings[a], np.float64)
+        h /= max(float(np.linalg.norm(h)), 1e-12)
+        cs.append(np.asarray(dense.scores(h.astype(np.float32)), np.float64))
+    return Rewrites(use, texts, bm, cs)
+
+
+@dataclass
+class HopFeatures:
+    X: np.ndarray
+    bridge_via: dict[int, tuple[int, int]]
+    backlink_via: dict[int, int]
+
+
+def features(
+    index: Index,
+    s: HopSettings,
+    fh: FirstHop,
+    rows: np.ndarray,
+    anchors: list[int],
+    via: dict[int, tuple[int, int]],
+    rw: Rewrites | None = None,
+) -> HopFeatures:
+    """The feature matrix of ``rows`` (columns in :data:`FEATURES` order) given the anchors and
+    their bridge pages ``via`` (from :func:`bridges`)."""
+    dense, ents = index.part("dense"), index.part("entities")
+    n = len(index.corpus)
+    maps = entity_maps(ents, n)
+    X = np.zeros((len(rows), len(FEATURES)), np.float64)
+    bmax = fh.bm25.max(initial=0.0)
+    X[:, COL["bm25"]] = fh.bm25[rows] / bmax if bmax > 0 else 0.0
+    c = fh.cos[rows]
+    X[:, COL["cosine"]] = c
+    X[:, COL["cosine_gap"]] = c - fh.cos.max(initial=0.0)
+    pmax = fh.ppr.max(initial=0.0)
+    X[:, COL["ppr"]] = fh.ppr[rows] / pmax if pmax > 0 else 0.0
+    X[:, COL["bm25_rank"] : COL["rrf_rank"] + 1] = fh.rank_feats[rows]
+    q_ents = fh.query_entities
+    M = maps.binary[rows]
+    if q_ents.size:
+        own = maps.page_entity[rows]
+        X[:, COL["title_in_query"]] = np.isin(own, q_ents) & (own >= 0)
+        qe = np.zeros(M.shape[1])
+        qe[q_ents] = 1.0
+        X[:, COL["query_entities"]] = (M @ qe) / len(q_ents)
+    qwords = set(_words(fh.query))
+    X[:, COL["title_overlap"]] = [_overlap(index.corpus[r].title, qwords) for r in rows.tolist()]
+
+    rank = {a: i for i, a in enumerate(anchors, 1)}
+    backlink_via: dict[int, int] = {}
+    if anchors:
+        A = np.asarray(anchors, np.int64)
+        w = 1.0 / np.arange(1, len(A) + 1)
+        self_hit = rows[:, None] == A[None, :]
+        for i, r in enumerate(rows.tolist()):
+            if r in via:
+                X[i, COL["bridge"]] = 1.0 / rank[via[r][0]]
+        own_a = maps.page_entity[A]
+        has = own_a >= 0
+        if has.any():
+            link = M[:, own_a[has]].toarray() * w[has][None, :]  # candidate mentions anchor's page
+            link[self_hit[:, has]] = 0.0
+            best = link.max(axis=1)
+            X[:, COL["backlink"]] = best
+            arg = link.argmax(axis=1)
+            for i in np.flatnonzero(best > 0).tolist():
+                backlink_via[int(rows[i])] = int(A[has][arg[i]])
+        H = np.asarray(dense.embeddings[A], np.float64) + np.asarray(fh.qvec, np.float64)[None, :]
+        H /= np.maximum(np.linalg.norm(H, axis=1, keepdims=True), 1e-12)
+        hop = np.asarray(dense.embeddings[rows], np.float64) @ H.T
+        hop[self_hit] = -1.0
+        X[:, COL["hop_cosine"]] = hop.max(axis=1)
+        idf_q = maps.idf.copy()
+        idf_q[q_ents] = 0.0  # sharing the question's own entities says nothing about a hop
+        shared = (M.multiply(idf_q[None, :]).tocsr() @ maps.binary[A].T).toarray()
+        own_w = M @ maps.idf
+        shared = np.divide(
+            shared, own_w[:, None], out=np.zeros_like(shared), where=own_w[:, None] > 0
+        )
+        shared[self_hit] = 0.0
+        X[:, COL["anchor_shared"]] = (shared * w[None, :]).max(axis=1)
+        hop_b = np.zeros(len(rows))
+        if rw is not None:
+            for a, sb in zip(rw.anchors, rw.bm25, strict=True):
+                v = sb[rows] / sb.max() if sb.max(initial=0.0) > 0 else np.zeros(len(rows))
+                v[rows == a] = 0.0
+                hop_b = np.maximum(hop_b, v)
+        X[:, COL["bm25_hop"]] = hop_b
+    X[:, COL["hop_gain"]] = X[:, COL["hop_cosine"]] - c
+    X[:, COL["bridge_cosine"]] = X[:, COL["bridge"]] * c
+    base = 0.3 * X[:, COL["bm25"]] + 0.7 * c  # GraphER's hybrid base score
+    smoothed, _ = graph_cohesive_smoothing(
+        shared_entity_adjacency(ents.mentions, rows), base, s.gcs_alpha
+    )
+    X[:, COL["gcs_lift"]] = smoothed - base
+    X[:, COL["entity_titles"]] = 1.0 if ents.owns is not None else 0.0
+    if s.drop:
+        X[:, [COL[f] for f in s.drop]] = 0.0
+    return HopFeatures(X, {r: v for r, v in via.items()}, backlink_via)
+
+
+def _words(text: str) -> list[str]:
+    return "".join(c.lower() if c.isalnum() else " " for c in text).split()
+
+
+def _overlap(title: str, qwords: set[str]) -> float:
+    tw = _words(title)
+    return sum(w in qwords for w in tw) / len(tw) if tw else 0.0

@@ -1,0 +1,153 @@
+"""Fitting the ``multihop`` ranker: LightGBM LambdaRank over each question's candidates.
+
+Labels are the gold passages among the candidates; every question is one LambdaRank group.
+One model per corpus kind (:data:`~hopgraph.models.ranker.CORPUS_KINDS`): ``entity_titles`` is
+fitted on the corpora of that kind only, ``plain_titles`` on every corpus (the only plain-titled
+training corpus, SciFact, is small and one-hop; the others teach it the second hop).
+Everything is deterministic (LightGBM ``deterministic=True``, one thread, fixed seed), so the
+same questions and settings give the same model file byte for byte. Leave-one-family-out
+evaluation refits without every corpus of one family (a dev set and its train set together)
+and measures on that family's dev questions: the transfer to a corpus the ranker never saw.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from hopgraph.corpus import Dataset
+from hopgraph.eval.metrics import compute_all
+from hopgraph.index import Index
+from hopgraph.models.ranker import HopRanker, RankerSet
+from hopgraph.retrieve.hop_features import FEATURES, HopSettings, corpus_kind
+from hopgraph.retrieve.multihop import score_candidates
+
+LGB_PARAMS: dict[str, Any] = {
+    "objective": "lambdarank",
+    "n_estimators": 100,
+    "learning_rate": 0.05,
+    "num_leaves": 15,
+    "min_child_samples": 20,
+    "lambdarank_truncation_level": 20,
+    "deterministic": True,
+    "force_row_wise": True,
+    "n_jobs": 1,
+    "random_state": 0,
+    "verbose": -1,
+}
+
+
+@dataclass
+class TrainingCorpus:
+    """One corpus's index and questions, with its query vectors and gold rows; corpora of one
+    ``family`` (a dev set and its train set) are held out together."""
+
+    name: str
+    family: str
+    index: Index
+    dataset: Dataset
+    qvecs: np.ndarray = field(repr=False)
+    gold_rows: list[list[int]] = field(repr=False)
+
+    @classmethod
+    def of(cls, name: str, family: str, index: Index, dataset: Dataset) -> TrainingCorpus:
+        qs = dataset.questions
+        qvecs = np.asarray(index.part("dense").encode_queries([q.text for q in qs]))
+        pos = index.corpus.position
+        gold = [[pos(g) for g in q.gold if g in index.corpus] for q in qs]
+        return cls(name, family, index, dataset, qvecs, gold)
+
+
+@dataclass
+class Candidates:
+    """Every question's candidate features, labels and group sizes, for one corpus."""
+
+    X: np.ndarray
+    y: np.ndarray
+    groups: np.ndarray
+
+
+def collect(c: TrainingCorpus, s: HopSettings, progress: bool = False) -> Candidates:
+    """The candidates of every question of ``c`` and which of them are gold."""
+    Xs, ys, gs = [], [], []
+    items = list(zip(c.dataset.questions, c.qvecs, c.gold_rows, strict=True))
+    for q, v, gold in tqdm(items, desc=f"features {c.name}", unit="q", disable=not progress):
+        found = score_candidates(c.index, s, q.text, v, None)
+        Xs.append(found.feats.X)
+        ys.append(np.isin(found.rows, gold).astype(np.int32))
+        gs.append(len(found.rows))
+    return Candidates(np.concatenate(Xs), np.concatenate(ys), np.asarray(gs))
+
+
+def fit(data: Sequence[Candidates], params: dict[str, Any] | None = None) -> Any:
+    """A LambdaRank booster on the questions of ``data``."""
+    import lightgbm as lgb
+
+    model = lgb.LGBMRanker(**{**LGB_PARAMS, **(params or {})})
+    model.fit(
+        np.concatenate([d.X for d in data]),
+        np.concatenate([d.y for d in data]),
+        group=np.concatenate([d.groups for d in data]),
+    )
+    return model.booster_
+
+
+def train(
+    corpora: Sequence[TrainingCorpus],
+    s: HopSettings,
+    *,
+    exclude: str | None = None,
+    progress: bool = True,
+    cache: dict[str, Candidates] | None = None,
+) -> RankerSet:
+    """The rankers fitted on ``corpora`` (without the family ``exclude``): ``entity_titles`` on
+    the corpora of that kind (all of them when there is none), ``plain_titles`` on all.
+    ``cache`` keeps each corpus's candidates between calls with the same settings."""
+    cache = {} if cache is None else cache
+    use = [c for c in corpora if c.family != exclude]
+    for c in use:
+        if c.name not in cache:
+            cache[c.name] = collect(c, s, progress)
+    named = [c for c in use if corpus_kind(c.index) == "entity_titles"] or use
+    fitted_on = {"entity_titles": named, "plain_titles": use}
+    meta = {
+        "trained_on": {
+            kind: {c.name: len(c.dataset.questions) for c in cs} for kind, cs in fitted_on.items()
+        },
+        "settings": {k: v for k, v in s.__dict__.items() if k != "drop"},
+        "lightgbm": {"version": _lgb_version(), **LGB_PARAMS},
+        "python": platform.python_version(),
+    }
+    rankers = {
+        kind: HopRanker(FEATURES, fit([cache[c.name] for c in cs]), meta)
+        for kind, cs in fitted_on.items()
+    }
+    return RankerSet(FEATURES, rankers, meta)
+
+
+def _lgb_version() -> str:
+    import lightgbm as lgb
+
+    return str(lgb.__version__)
+
+
+def evaluate_ranker(
+    c: TrainingCorpus, rankers: RankerSet, s: HopSettings, ks: Sequence[int] = (2, 5, 10)
+) -> dict[str, float]:
+    """Mean Recall@k, nDCG@10 and MRR on ``c``'s questions of the ranker for ``c``'s kind,
+    over the candidates (for k ≤ 10 the candidates always fill the list, so this is the
+    method's own ranking)."""
+    ids = c.index.corpus.ids
+    ranker = rankers.for_kind(corpus_kind(c.index))
+    rows: list[dict[str, float]] = []
+    for q, v in zip(c.dataset.questions, c.qvecs, strict=True):
+        found = score_candidates(c.index, s, q.text, v, ranker.score)
+        order = found.rows[np.lexsort((found.rows, -found.scores))]
+        rows.append(compute_all([ids[r] for r in order], q.gold, [*ks, 10]))
+    keys = [f"recall@{k}" for k in ks] + ["ndcg@10", "mrr"]
+    return {k: float(np.mean([m[k] for m in rows])) for k in keys}

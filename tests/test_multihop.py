@@ -1,0 +1,195 @@
+"""The default method ``multihop``: registry, ranking, explanations, ranker files, training."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hopgraph.defaults import DEFAULT_PARTS, default_build
+from hopgraph.errors import ConfigError
+from hopgraph.eval import evaluate
+from hopgraph.index import Index
+from hopgraph.models.ranker import CORPUS_KINDS, load_ranker
+from hopgraph.retrieve import get_retriever
+from hopgraph.retrieve.base import DEFAULT_METHOD, method_class
+from hopgraph.retrieve.hop_features import FEATURES, HopSettings
+from hopgraph.retrieve.multihop import MultihopParams, score_candidates, shared_ranker
+from hopgraph.training.ranker import TrainingCorpus, evaluate_ranker, train
+
+
+@pytest.fixture(scope="module")
+def default_index(demo_dataset):
+    parts, options, detected = default_build(demo_dataset.corpus)
+    index = Index.build(demo_dataset.corpus, parts, options, progress=False)
+    index.detected = detected
+    return index
+
+
+def test_default_is_multihop_and_needs_three_parts():
+    assert DEFAULT_METHOD == "multihop"
+    assert set(DEFAULT_PARTS) == {"sparse", "dense", "entities"}
+    assert method_class("default") is method_class("multihop")
+    assert method_class(None) is method_class("multihop")
+
+
+def test_default_build_detects_title_aliases(demo_dataset, default_index):
+    assert set(default_index.parts) == set(DEFAULT_PARTS)
+    assert default_index.part("entities").options.title_aliases is True
+    assert default_index.detected["entities"] == {"title_aliases": True}
+
+
+def test_get_retriever_without_name_is_the_default(default_index):
+    r = get_retriever(default_index)
+    assert r.name == "multihop"
+    assert get_retriever(default_index, "default").name == "multihop"
+
+
+def test_large_k_is_answered_with_every_passage_once(default_index):
+    r = get_retriever(default_index)
+    n = len(default_index.corpus)
+    ranking = r.search("Who directed the film?", k=n + 5)
+    assert len(ranking.ids) == n
+    assert len(set(ranking.ids)) == n
+    assert all(np.diff(ranking.scores) <= 0)
+
+
+def test_deterministic_and_batch_equals_single(demo_dataset, default_index):
+    r = get_retriever(default_index)
+    qs = [q.text for q in demo_dataset.questions[:6]]
+    single = [r.search(q, k=10) for q in qs]
+    again = [r.search(q, k=10) for q in qs]
+    batch = r.search_batch(qs, k=10)
+    for a, b, c in zip(single, again, batch, strict=True):
+        assert a.ids == b.ids == c.ids
+        np.testing.assert_allclose(a.scores, c.scores, rtol=1e-9)
+
+
+def test_beats_rrf_on_the_demo(demo_dataset, default_index):
+    results = evaluate(default_index, demo_dataset, ["rrf", "multihop"], progress=False)
+    by = {r.label: r.metrics for r in results}
+    assert by["multihop"]["recall@5"] >= by["rrf"]["recall@5"]
+    assert by["multihop"]["recall@5"] > 0.8
+
+
+def test_explanations_name_the_bridge(demo_dataset, default_index):
+    """On two-hop questions, some gold second-hop passage is explained as a 2-hop path
+    through a first-hop passage, in words."""
+    r = get_retriever(default_index)
+    paths = []
+    for q in demo_dataset.questions:
+        ranking = r.search(q.text, k=5)
+        why = ranking.explanations
+        assert len(why) == len(ranking.ids)
+        for pid, w in zip(ranking.ids, why, strict=True):
+            assert w["summary"]
+            assert set(w["signals"]) >= {"bm25", "dense", "graph", "bridge"}
+            if pid in q.gold and w["path"].startswith("2-hop: question → *"):
+                paths.append(w["path"])
+    assert paths, "no gold passage was explained as a 2-hop path"
+    assert all("→ this page" in p or "← this page" in p for p in paths)
+
+
+def test_features_are_finite_and_named(demo_dataset, default_index):
+    r = get_retriever(default_index)
+    q = demo_dataset.questions[0]
+    qvec = default_index.part("dense").encode_queries([q.text])[0]
+    found = score_candidates(default_index, r.settings, q.text, qvec, None)
+    assert found.feats.X.shape == (len(found.rows), len(FEATURES))
+    assert np.isfinite(found.feats.X).all()
+    assert len(set(found.rows.tolist())) == len(found.rows)
+    # the gold passages are among the candidates
+    pos = default_index.corpus.position
+    assert {pos(g) for g in q.gold} <= set(found.rows.tolist())
+    # dropping a signal zeroes its columns
+    s = HopSettings(drop=("ppr", "bridge"))
+    dropped = score_candidates(default_index, s, q.text, qvec, None).feats.X
+    assert not dropped[:, FEATURES.index("ppr")].any()
+    assert not dropped[:, FEATURES.index("bridge")].any()
+
+
+def test_shipped_ranker_matches_the_features():
+    rankers = load_ranker()
+    assert rankers.features == FEATURES
+    assert set(rankers.rankers) == set(CORPUS_KINDS)
+    trained = rankers.meta["trained_on"]
+    assert set(trained["entity_titles"]) >= {"hotpotqa", "musique", "2wikimultihopqa"}
+    assert "scifact" not in trained["entity_titles"]
+    assert "scifact" in trained["plain_titles"]
+    for kind in CORPUS_KINDS:
+        ranker = rankers.for_kind(kind)
+        x = np.zeros((3, len(FEATURES)))
+        x[1, FEATURES.index("bm25")] = 1.0
+        assert ranker.score(x).shape == (3,)
+        contrib = ranker.contributions(x)
+        np.testing.assert_allclose(contrib.sum(axis=1), ranker.score(x), atol=1e-9)
+
+
+def test_the_model_follows_the_corpus_kind(demo_dataset, default_index):
+    """Entity-name titles get the entity_titles model; without title aliases, plain_titles."""
+    assert get_retriever(default_index).ranker is shared_ranker("").for_kind("entity_titles")
+    plain = Index.build(
+        demo_dataset.corpus,
+        ["sparse", "dense", "entities"],
+        {"entities": {"title_aliases": False}},
+        progress=False,
+    )
+    r = get_retriever(plain)
+    assert r.ranker is shared_ranker("").for_kind("plain_titles")
+    assert r.search(demo_dataset.questions[0].text, k=5).ids
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "unreadable"),
+        ('{"kind": "linear"}', "not a lightgbm-lambdarank"),
+        ('{"kind": "lightgbm-lambdarank", "features": ["a"]}', "malformed"),
+        ('{"kind": "lightgbm-lambdarank", "features": ["a"], "models": {}}', "no model for"),
+    ],
+)
+def test_bad_ranker_files_are_refused(tmp_path, content, message):
+    path = tmp_path / "ranker.json"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        load_ranker(path)
+    with pytest.raises(ConfigError, match="not found"):
+        load_ranker(tmp_path / "missing.json")
+
+
+def test_ranker_with_other_features_is_refused(tmp_path, default_index):
+    data = load_ranker().to_json()
+    data["features"] = [*data["features"][:-1], "something_else"]  # same count, other names
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="retrain"):
+        get_retriever(default_index, model=str(path))
+
+
+@pytest.mark.parametrize(
+    ("param", "value"),
+    [("depth", 0), ("anchors", -1), ("alpha", 1.5), ("gcs_alpha", -0.1), ("rewrite_k", -1)],
+)
+def test_bad_params_are_refused(default_index, param, value):
+    with pytest.raises(ConfigError, match=param):
+        get_retriever(default_index, **{param: value})
+
+
+def test_missing_entities_part_names_the_command(demo_index):
+    with pytest.raises(ConfigError, match=r"hopgraph add-parts .* --parts entities"):
+        get_retriever(demo_index)
+
+
+def test_training_is_reproducible_and_the_model_ranks(tmp_path, demo_dataset, default_index):
+    corpus = TrainingCorpus.of("demo", "demo", default_index, demo_dataset)
+    s = MultihopParams().settings()
+    a = train([corpus], s, progress=False).save(tmp_path / "a.json")
+    b = train([corpus], s, progress=False).save(tmp_path / "b.json")
+    assert a.read_bytes() == b.read_bytes()
+    fitted = load_ranker(a)
+    scores = evaluate_ranker(corpus, fitted, s)
+    assert scores["recall@5"] > 0.8
+    # a retriever uses a model file given as a parameter
+    r = get_retriever(default_index, model=str(a))
+    assert r.search(demo_dataset.questions[0].text, k=5).ids
