@@ -230,12 +230,12 @@ def test_index_without_parts_builds_the_default_and_search_uses_it(tmp_path):
     r = run("index", str(demo_dataset_path()), "-o", str(out), "-q")
     assert r.exit_code == 0, r.output
     assert "detected: titles look like entity names" in r.output
-    assert "[entities.title_aliases=true]" in r.output
+    assert "[entities.title_aliases=true, entities.alias_mentions=true]" in r.output
     index = Index.load(out)
     assert set(index.parts) == set(DEFAULT_PARTS)
     assert index.part("entities").options.title_aliases is True
     info = json.loads(run("info", str(out)).output)
-    assert info["detected"]["entities"] == {"title_aliases": True}
+    assert info["detected"]["entities"] == {"title_aliases": True, "alias_mentions": True}
     assert "reason" in info["detected"]["why"]
     query = "Who founded the shipyard that built SS Orrendale?"
     r = run("search", str(out), query, "-k", "3", "--json")
@@ -298,7 +298,7 @@ def test_add_parts_makes_an_index_usable_by_the_default(tmp_path):
     after = Index.load(out)
     assert set(after.parts) == set(DEFAULT_PARTS)
     assert after.part("entities").options.title_aliases is True
-    assert after.detected["entities"] == {"title_aliases": True}
+    assert after.detected["entities"] == {"title_aliases": True, "alias_mentions": True}
     # the parts it had are kept as they were (same files, same checksums)
     files_after = json.loads((out / "manifest.json").read_text())["files"]
     kept = {k: v for k, v in files_before.items() if k.startswith("parts/")}
@@ -335,7 +335,7 @@ def test_eval_default_method_is_reported_by_name(tmp_path):
     (folder,) = [p for p in cache.iterdir() if (p / "manifest.json").exists()]
     cached = Index.load(folder)
     assert cached.part("entities").options.title_aliases is True
-    assert cached.detected["entities"] == {"title_aliases": True}
+    assert cached.detected["entities"] == {"title_aliases": True, "alias_mentions": True}
     # without --method: the default alone
     r = run("eval", str(demo_dataset_path()), "--limit", "2", "--index-dir", str(cache), "-q")
     assert r.exit_code == 0 and "| `multihop` | 2 |" in r.output

@@ -12,7 +12,10 @@ def test_demo_runs_and_reports_every_method(tmp_path):
     text = "\n".join(lines)
     assert (tmp_path / "demo-index" / "manifest.json").exists()
     assert "detected: titles look like entity names" in text
-    assert Index.load(tmp_path / "demo-index").detected["entities"] == {"title_aliases": True}
+    assert Index.load(tmp_path / "demo-index").detected["entities"] == {
+        "title_aliases": True,
+        "alias_mentions": True,
+    }
     assert "Top 3 passages of `multihop`" in text
     assert text.count("Q: ") == 3 and "gold:" in text and text.count(" multihop=") == 9
     for m in [*BASE_METHODS, *GRAPH_METHODS, "griever", "multihop"]:

@@ -46,7 +46,7 @@ def test_looks_like_name(title, expected):
 
 def test_demo_corpus_gets_title_aliases(demo_dataset):
     d = detect_settings(demo_dataset.corpus)
-    assert d["entities"] == {"title_aliases": True}
+    assert d["entities"] == {"title_aliases": True, "alias_mentions": True}
     why = d["why"]
     assert why["passages"] == 44 and why["titled_share"] == 1.0 and why["distinct_share"] == 1.0
     assert why["median_title_words"] <= 3 and why["name_like_share"] >= 0.9
@@ -65,7 +65,7 @@ def test_demo_corpus_gets_title_aliases(demo_dataset):
 )
 def test_other_titles_get_no_aliases(titles, failed):
     d = detect_settings(_corpus(titles))
-    assert d["entities"] == {"title_aliases": False}
+    assert d["entities"] == {"title_aliases": False, "alias_mentions": False}
     assert failed in d["why"]["reason"] and "title aliases off" in d["why"]["reason"]
 
 
@@ -84,7 +84,7 @@ def test_default_parts_are_the_default_methods():
 def test_detected_options_fill_in_under_given_ones(demo_dataset):
     parts, options, detected = default_build(demo_dataset.corpus)
     assert parts == list(DEFAULT_PARTS)
-    assert options == {"entities": {"title_aliases": True}}
+    assert options == {"entities": {"title_aliases": True, "alias_mentions": True}}
     assert detected["why"]["overridden"] == []
     # an option given explicitly wins, and the record says so
     opts, det = detected_options(
@@ -92,7 +92,9 @@ def test_detected_options_fill_in_under_given_ones(demo_dataset):
         ["entities"],
         {"entities": {"title_aliases": False, "normalize": "lower"}},
     )
-    assert opts == {"entities": {"title_aliases": False, "normalize": "lower"}}
+    assert opts == {
+        "entities": {"title_aliases": False, "normalize": "lower", "alias_mentions": True}
+    }
     assert det["why"]["overridden"] == ["entities.title_aliases"]
     assert "overridden by --set: entities.title_aliases" in describe_detected(det)
     # no part detection covers is built, or it is built already: no detection
@@ -105,7 +107,7 @@ def test_index_build_without_parts_builds_the_default(demo_dataset, tmp_path):
     index = Index.build(small, progress=False)
     assert set(index.parts) == set(DEFAULT_PARTS)
     assert index.part("entities").options.title_aliases is True
-    assert index.detected["entities"] == {"title_aliases": True}
+    assert index.detected["entities"] == {"title_aliases": True, "alias_mentions": True}
     # given options win over detected ones
     off = Index.build(small, options={"entities": {"title_aliases": False}}, progress=False)
     assert off.part("entities").options.title_aliases is False

@@ -67,6 +67,27 @@ def test_title_aliases_drop_ambiguous(tiny):
     assert ents.mentions[2, ents.ids["red lamp"]] >= 1
 
 
+def test_alias_mentions_find_titles_the_ner_splits():
+    """The regex NER splits "Ermengarde of Tours" at "of"; alias_mentions finds the whole title
+    in the text (capitalised, accents folded), and not a lowercase run of the same words."""
+    c = Corpus(
+        [
+            Passage("0", "Lothair II", "He was the son of Ermengarde of Tours and Lothair I."),
+            Passage("1", "Ermengarde of Tours", "Ermengarde of Tours died in 851."),
+            Passage("2", "Café de Flore", "They met at the Cafe de Flore in Paris."),
+            Passage("3", "Notes", "a walk from ermengarde of tours to the café de flore"),
+        ]
+    )
+    on = {"title_aliases": True, "alias_mentions": True}
+    ents = Index.build(c, ["entities"], {"entities": on}, progress=False).part("entities")
+    e, cafe = ents.ids["ermengarde of tours"], ents.ids["cafe de flore"]
+    assert ents.mentions[0, e] == 1 and ents.mentions[2, cafe] == 1
+    assert ents.mentions[3, e] == 0 and ents.mentions[3, cafe] == 0  # lowercase: no
+    assert ents.owns[1, e] == 1 and ents.owns[0, e] == 0  # own pages unchanged
+    off = Index.build(c, ["entities"], {"entities": {"title_aliases": True}}, progress=False)
+    assert off.part("entities").mentions[0, e] == 0  # the NER alone splits it
+
+
 def test_tfidf_weights_by_hand():
     tf = sp.csr_matrix(np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 0.0]]))
     w, df = tfidf_weights(tf)

@@ -37,7 +37,7 @@ def test_default_is_multihop_and_needs_three_parts():
 def test_default_build_detects_title_aliases(demo_dataset, default_index):
     assert set(default_index.parts) == set(DEFAULT_PARTS)
     assert default_index.part("entities").options.title_aliases is True
-    assert default_index.detected["entities"] == {"title_aliases": True}
+    assert default_index.detected["entities"] == {"title_aliases": True, "alias_mentions": True}
 
 
 def test_get_retriever_without_name_is_the_default(default_index):
@@ -132,7 +132,7 @@ def test_the_model_follows_the_corpus_kind(demo_dataset, default_index):
     plain = Index.build(
         demo_dataset.corpus,
         ["sparse", "dense", "entities"],
-        {"entities": {"title_aliases": False}},
+        {"entities": {"title_aliases": False, "alias_mentions": False}},
         progress=False,
     )
     r = get_retriever(plain)

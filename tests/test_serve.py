@@ -526,7 +526,10 @@ def test_search_without_method_uses_the_default(default_dir, demo_dataset):
     with TestClient(create_app(str(default_dir), settings)) as c:
         info = c.get("/info").json()
         assert info["default_method"] == "multihop" and info["default_available"] is True
-        assert info["index"]["detected"]["entities"] == {"title_aliases": True}
+        assert info["index"]["detected"]["entities"] == {
+            "title_aliases": True,
+            "alias_mentions": True,
+        }
         multihop = next(m for m in info["methods"] if m["name"] == "multihop")
         assert multihop["default"] and multihop["server_params"] == {"depth": "20"}
         r = c.post("/search", json={"query": query, "k": 5})

@@ -33,12 +33,12 @@ ALL_PARTS = [
     "same_as",
 ]
 ALL_OPTIONS = {
-    "entities": {"title_aliases": True},
+    "entities": {"title_aliases": True, "alias_mentions": True},
     "corpus_graph": {"shared_entities": True, "entity_max_df": 4},
 }
 FAST_PARTS = ["sparse", "entities", "links", "corpus_graph"]
 FAST_OPTIONS = {
-    "entities": {"title_aliases": True},
+    "entities": {"title_aliases": True, "alias_mentions": True},
     "corpus_graph": {"knn": 0, "shared_entities": True, "entity_max_df": 4},
 }
 

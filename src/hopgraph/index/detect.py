@@ -91,7 +91,8 @@ def title_stats(titles: Iterable[str]) -> dict[str, Any]:
 def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
     """Part options for the default pipeline over ``corpus``, and why.
 
-    Returns ``{"entities": {"title_aliases": bool}, "why": {...}}``: every key but ``"why"``
+    Returns ``{"entities": {"title_aliases": bool, "alias_mentions": bool}, "why": {...}}``
+    (both on or both off): every key but ``"why"``
     is a part's options (as ``Index.build`` takes them); ``"why"`` holds the measurements of
     :func:`title_stats`, the thresholds, and a sentence saying what was decided.
     """
@@ -117,14 +118,14 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
         reason = (
             f"titles look like entity names ({stats['titled_share']:.0%} titled, "
             f"{stats['distinct_share']:.0%} distinct, median {stats['median_title_words']:g} "
-            f"words, {stats['name_like_share']:.0%} name-like): title aliases on"
+            f"words, {stats['name_like_share']:.0%} name-like): title aliases on, found in texts"
         )
     else:
         reason = (
             "titles do not look like entity names (" + "; ".join(failed) + "): title aliases off"
         )
     return {
-        "entities": {"title_aliases": aliases},
+        "entities": {"title_aliases": aliases, "alias_mentions": aliases},
         WHY: {
             **stats,
             "thresholds": {

@@ -8,6 +8,7 @@ and edge caps can be varied without re-running NER.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,13 @@ from hopgraph.corpus import Corpus
 from hopgraph.errors import NotUpdatableError
 from hopgraph.graph.bipartite import BipartiteGraph, build_bipartite
 from hopgraph.index.part import Change, IndexPart, register_part, stack_records
-from hopgraph.text.ner import EntityExtractor, make_extractor, normalize_entity, strip_disambiguator
+from hopgraph.text.ner import (
+    EntityExtractor,
+    fold_accents,
+    make_extractor,
+    normalize_entity,
+    strip_disambiguator,
+)
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,11 @@ class EntityOptions:
     max_entity_df_ratio: float = option(1.0, "drop entities in more than this share of passages")
     title_aliases: bool = option(
         False, "SPRIG-EL: link mentions to unambiguous passage-title aliases"
+    )
+    alias_mentions: bool = option(
+        False,
+        "with title_aliases: also find every title alias of 2+ words in passage texts "
+        "('Ermengarde of Tours', which the regex NER splits at 'of')",
     )
 
     def validate(self) -> None:
@@ -111,6 +123,11 @@ class EntityPart(IndexPart):
                 if own:
                     own_rows.append(i)
                     own_cols.append(keys.setdefault(own, len(keys)))
+        found_rows: list[int] = []
+        found_cols: list[int] = []
+        if aliases and o.alias_mentions:  # title aliases found in the texts, whatever the NER saw
+            found_rows, found_keys = alias_spans(corpus, aliases, o.normalize)
+            found_cols = [keys.setdefault(k, len(keys)) for k in found_keys]
         raw = sp.csr_matrix(raw)
         rows = np.concatenate([np.repeat(np.arange(n), np.diff(raw.indptr)), own_rows])
         cols = np.concatenate([to_col[raw.indices], np.asarray(own_cols, np.int64)])
@@ -119,6 +136,13 @@ class EntityPart(IndexPart):
             (vals, (rows.astype(np.int64), cols.astype(np.int64))), shape=(n, len(keys))
         )
         counts.sum_duplicates()
+        if found_rows:  # a mention the NER saw too is not counted twice
+            found = sp.csr_matrix(
+                (np.ones(len(found_rows), np.float32), (found_rows, found_cols)),
+                shape=(n, len(keys)),
+            )
+            found.sum_duplicates()
+            counts = sp.csr_matrix(counts.maximum(found))
         df = np.bincount(counts.indices, minlength=len(keys))
         names_all = list(keys)
         lengths = np.fromiter((len(e) for e in names_all), dtype=np.int64, count=len(names_all))
@@ -299,6 +323,44 @@ def title_alias_map(corpus: Corpus, mode: str) -> dict[str, str]:
             full = normalize_entity(next(iter(titles)), mode)
             out.setdefault(full, alias)
     return out
+
+
+def alias_spans(corpus: Corpus, aliases: dict[str, str], mode: str) -> tuple[list[int], list[str]]:
+    """Every occurrence of a title alias of two or more words in each passage's text, starting
+    with a capital or a digit: ``(rows, canonical entities)``, one pair per occurrence. The text
+    is split and normalised like the aliases and scanned word by word against the aliases
+    starting with that word, longest first, without overlaps."""
+    by_first: dict[str, list[tuple[str, ...]]] = {}
+    for alias in aliases:
+        words = tuple(alias.split())
+        if len(words) >= 2:
+            by_first.setdefault(words[0], []).append(words)
+    for spans in by_first.values():
+        spans.sort(key=lambda w: (-len(w), w))
+    rows: list[int] = []
+    found: list[str] = []
+    for row, p in enumerate(corpus):
+        tokens = _WORD.findall(fold_accents(p.text)) if mode == "simple" else p.text.split()
+        words = [normalize_entity(t, mode) for t in tokens]
+        i = 0
+        while i < len(words):
+            if tokens[i][:1].isupper() or tokens[i][:1].isdigit():
+                for span in by_first.get(words[i], ()):
+                    if tuple(words[i : i + len(span)]) == span:
+                        rows.append(row)
+                        found.append(aliases[" ".join(span)])
+                        i += len(span) - 1
+                        break
+            i += 1
+    return rows, found
+
+
+_WORD = re.compile(r"[0-9A-Za-z]+")
+# lowercase words inside names, where the regex NER splits them ("Ermengarde of Tours")
+_CONNECTORS = frozenset(
+    "of the and de del della di da du des la le les von van der den y e al el bin ibn on in at "
+    "for to a an".split()
+)
 
 
 def raw_mentions(

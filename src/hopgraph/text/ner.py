@@ -70,10 +70,16 @@ def normalize_entity(mention: str, mode: str) -> str:
     if mode == "simple":
         if mention.isascii():  # fast path: nothing to fold
             return _NON_ALNUM.sub(" ", mention.lower()).strip()
-        folded = unicodedata.normalize("NFKD", mention.lower())
-        folded = "".join(c for c in folded if not unicodedata.combining(c))
-        return _NON_ALNUM.sub(" ", folded).strip()
+        return _NON_ALNUM.sub(" ", fold_accents(mention.lower())).strip()
     raise ConfigError(f"entity normalisation must be one of {NORMALIZATIONS}, got {mode!r}")
+
+
+def fold_accents(text: str) -> str:
+    """``"Gödel"`` → ``"Godel"``: accents removed (NFKD, combining marks dropped)."""
+    if text.isascii():
+        return text
+    folded = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in folded if not unicodedata.combining(c))
 
 
 def strip_disambiguator(title: str) -> str:
