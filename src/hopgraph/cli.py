@@ -237,6 +237,11 @@ def _short(text: str, n: int = 160) -> str:
 
 
 def _why(why: dict[str, Any]) -> str:
+    """A hit's explanation on one line: its summary in words where the method gives one (the
+    numbers are in --json), else every field."""
+    if isinstance(why.get("summary"), str):
+        return why["summary"]
+
     def fmt(v: Any) -> str:
         return f"{v:.4f}" if isinstance(v, float) else str(v)
 

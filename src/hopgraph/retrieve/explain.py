@@ -9,7 +9,7 @@ import numpy as np
 
 from hopgraph.index import Index
 from hopgraph.models.ranker import HopRanker
-from hopgraph.retrieve.hop_features import COL
+from hopgraph.retrieve.hop_features import COL, entity_maps
 
 if TYPE_CHECKING:
     from hopgraph.retrieve.multihop import Scored
@@ -46,7 +46,7 @@ def explain_hits(
     corpus = index.corpus
     X = found.feats.X[picked]
     contrib = ranker.contributions(X)[:, :-1] if len(picked) else np.zeros((0, 0))
-    names = [ents.names[e] for e in found.fh.query_entities.tolist()]
+    q_ents = found.fh.query_entities.tolist()
     out: list[dict[str, Any]] = []
     for j, i in enumerate(picked.tolist()):
         row = int(found.rows[i])
@@ -60,7 +60,8 @@ def explain_hits(
         words = [path] if path else []
         if lifted:
             words.append("lifted by: " + "; ".join(SIGNALS[k][0] for k in lifted))
-        mentioned = [n for n in names if n in _entity_names(ents, row)]
+        has = set(ents.passage_entities(row).tolist())
+        mentioned = [_entity_label(index, e) for e in q_ents if e in has]
         out.append(
             {
                 "summary": ". ".join(words),
@@ -79,24 +80,34 @@ def explain_hits(
     return out
 
 
-def _entity_names(ents: Any, row: int) -> set[str]:
-    return {ents.names[e] for e in ents.passage_entities(row).tolist()}
+def _entity_label(index: Index, entity: int) -> str:
+    """An entity as a reader knows it: the title of its own page, else its indexed name."""
+    ents = index.part("entities")
+    own = entity_maps(ents, len(index.corpus)).own_page[entity]
+    return index.corpus[int(own)].title if own >= 0 else ents.names[entity]
 
 
 def _path(index: Index, found: Scored, row: int) -> str:
-    """How the passage was reached, as a reader would say it."""
-    corpus, ents = index.corpus, index.part("entities")
+    """How the passage was reached, as a reader would say it. A passage that is itself one of
+    the first hop's best (an anchor ranked above the anchor that leads to it) was found by the
+    question directly."""
+    corpus = index.corpus
+    x = found.feats.X[found.rows.tolist().index(row)]
+    rank = {a: i for i, a in enumerate(found.anchors)}
     via = found.feats.bridge_via.get(row)
-    if via is not None:
-        anchor, entity = via
-        return (
-            f"2-hop: question → *{corpus[anchor].title}* → this page "
-            f"(it mentions *{ents.names[entity]}*)"
-        )
     back = found.feats.backlink_via.get(row)
+    through = via[0] if via is not None else back
+    if row in rank and (through is None or rank[row] < rank.get(through, len(rank))):
+        if x[COL["title_in_query"]] > 0 or x[COL["title_overlap"]] >= 0.5:
+            return f"1-hop: the question names *{corpus[row].title}*"
+        return "1-hop: found by the question itself (words, meaning, its entities)"
+    if via is not None:
+        anchor, entity = via  # the anchor names this page's entity
+        label = _entity_label(index, entity)
+        named = "" if label == corpus[row].title else f" (it names *{label}*)"
+        return f"2-hop: question → *{corpus[anchor].title}* → this page{named}"
     if back is not None:
         return f"2-hop: question → *{corpus[back].title}* ← this page mentions it"
-    x = found.feats.X[found.rows.tolist().index(row)]
     if x[COL["title_in_query"]] > 0:
         return f"1-hop: the question names *{corpus[row].title}*"
     return ""
