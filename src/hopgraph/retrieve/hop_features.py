@@ -14,6 +14,7 @@ the second hop is found without an LLM: the *anchors* (the best passages so far)
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,31 +135,49 @@ def corpus_kind(index: Index) -> str:
 def first_hop(index: Index, s: HopSettings, query: str, qvec: np.ndarray) -> FirstHop:
     """BM25, cosine, their RRF and PPR seeded by the query's entities and the RRF top
     ``seed_k`` (SPRIG's graph_rrf with the own-page boost where titles are aliases)."""
+    return first_hops(index, s, [query], [qvec])[0]
+
+
+def first_hops(
+    index: Index, s: HopSettings, queries: Sequence[str], qvecs: Sequence[np.ndarray]
+) -> list[FirstHop]:
+    """:func:`first_hop` of several queries: their PPR runs as one block (one sparse × dense
+    product per step), which gives each query exactly the vector it gets alone."""
     sparse, dense, ents = index.part("sparse"), index.part("dense"), index.part("entities")
     n = len(index.corpus)
-    bm25 = np.asarray(sparse.scores(query), np.float64)
-    cos = np.asarray(dense.scores(qvec), np.float64)
     deep = min(n, max(100, s.depth))
-    b_list = top_k(bm25, deep, positive_only=True)
-    d_list = top_k(cos, deep)
-    fused, _ = reciprocal_rank_fusion([b_list, d_list], s.k_rrf)
     boost = s.own_page_boost if ents.owns is not None else 1.0
     g = ents.graph(s.hub_penalty, 0.0, 0, boost)
-    found = ents.query_entities(query)
-    if s.ngram_entities:  # n-gram lookup finds names whatever their capitalisation
-        found = list(dict.fromkeys([*found, *ents.query_entities(query, "ngram")]))
-    q_ents = np.asarray(found, np.int64)
-    q_ents = q_ents[g.kept[q_ents]] if q_ents.size else q_ents
-    s_e = np.zeros(g.n_nodes)
-    s_e[n + q_ents] = entity_weights(g.df[q_ents], s.entity_q)
-    s_d = np.zeros(g.n_nodes)
-    seeds = fused[: s.seed_k]
-    s_d[seeds] = passage_weights(np.zeros(len(seeds)), "rank")
-    seed = mix_seeds(s_e, s_d, "l1")
-    ppr = ppr_power(g.PT, seed, s.alpha, s.max_iter)[:n] if seed.sum() > 0 else np.zeros(n)
-    p_list = top_k(ppr, deep, positive_only=True)
-    ranks = np.stack([_neg_log_rank(lst, n) for lst in (b_list, d_list, p_list, fused)], axis=1)
-    return FirstHop(query, qvec, bm25, cos, ppr, b_list, d_list, p_list, fused, q_ents, ranks)
+    firsts = []
+    seeds = np.zeros((g.n_nodes, len(queries)))
+    for j, (query, qvec) in enumerate(zip(queries, qvecs, strict=True)):
+        bm25 = np.asarray(sparse.scores(query), np.float64)
+        cos = np.asarray(dense.scores(qvec), np.float64)
+        b_list = top_k(bm25, deep, positive_only=True)
+        d_list = top_k(cos, deep)
+        fused, _ = reciprocal_rank_fusion([b_list, d_list], s.k_rrf)
+        found = ents.query_entities(query)
+        if s.ngram_entities:  # n-gram lookup finds names whatever their capitalisation
+            found = list(dict.fromkeys([*found, *ents.query_entities(query, "ngram")]))
+        q_ents = np.asarray(found, np.int64)
+        q_ents = q_ents[g.kept[q_ents]] if q_ents.size else q_ents
+        s_e = np.zeros(g.n_nodes)
+        s_e[n + q_ents] = entity_weights(g.df[q_ents], s.entity_q)
+        s_d = np.zeros(g.n_nodes)
+        top = fused[: s.seed_k]
+        s_d[top] = passage_weights(np.zeros(len(top)), "rank")
+        seeds[:, j] = mix_seeds(s_e, s_d, "l1")
+        firsts.append((query, qvec, bm25, cos, b_list, d_list, fused, q_ents))
+    ppr_all = ppr_power(g.PT, seeds, s.alpha, s.max_iter)[:n]  # a zero seed stays zero
+    out = []
+    for j, (query, qvec, bm25, cos, b_list, d_list, fused, q_ents) in enumerate(firsts):
+        ppr = np.ascontiguousarray(ppr_all[:, j])
+        p_list = top_k(ppr, deep, positive_only=True)
+        ranks = np.stack([_neg_log_rank(x, n) for x in (b_list, d_list, p_list, fused)], axis=1)
+        out.append(
+            FirstHop(query, qvec, bm25, cos, ppr, b_list, d_list, p_list, fused, q_ents, ranks)
+        )
+    return out
 
 
 def first_anchors(fh: FirstHop, k: int) -> list[int]:
@@ -220,8 +239,7 @@ def rewrites(index: Index, s: HopSettings, fh: FirstHop, anchors: list[int]) -> 
     sparse, dense, ents = index.part("sparse"), index.part("dense"), index.part("entities")
     qset = set(fh.query_entities.tolist())
     use = anchors[: s.rewrite_anchors]
-    texts, bm, cs = [], [], []
-    q = np.asarray(fh.qvec, np.float64)
+    texts, bm = [], []
     for a in use:
         a_ents = [e for e in ents.passage_entities(a).tolist() if e not in qset]
         a_ents.sort(key=lambda e: (ents.df[e], e))
@@ -230,6 +248,9 @@ def rewrites(index: Index, s: HopSettings, fh: FirstHop, anchors: list[int]) -> 
         )
         texts.append(text)
         bm.append(np.asarray(sparse.scores(f"{fh.query} {text}"), np.float64))
+    q = np.asarray(fh.qvec, np.float64)
+    cs = []
+    for a in use:
         h = q + np.asarray(dense.embeddings[a], np.float64)
         h /= max(float(np.linalg.norm(h)), 1e-12)
         cs.append(np.asarray(dense.scores(h.astype(np.float32)), np.float64))
@@ -275,7 +296,8 @@ def features(
         qe[q_ents] = 1.0
         X[:, COL["query_entities"]] = (M @ qe) / len(q_ents)
     qwords = set(_words(fh.query))
-    X[:, COL["title_overlap"]] = [_overlap(index.corpus[r].title, qwords) for r in rows.tolist()]
+    titles = title_words(index.corpus)
+    X[:, COL["title_overlap"]] = [_overlap(titles[r], qwords) for r in rows.tolist()]
 
     rank = {a: i for i, a in enumerate(anchors, 1)}
     backlink_via: dict[int, int] = {}
@@ -334,6 +356,16 @@ def _words(text: str) -> list[str]:
     return "".join(c.lower() if c.isalnum() else " " for c in text).split()
 
 
-def _overlap(title: str, qwords: set[str]) -> float:
-    tw = _words(title)
+_TITLE_WORDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def title_words(corpus: Any) -> list[list[str]]:
+    """Every passage title as lowercase words (computed once per corpus)."""
+    words = _TITLE_WORDS.get(corpus)
+    if words is None:
+        words = _TITLE_WORDS[corpus] = [_words(p.title) for p in corpus]
+    return words
+
+
+def _overlap(tw: list[str], qwords: set[str]) -> float:
     return sum(w in qwords for w in tw) / len(tw) if tw else 0.0

@@ -19,7 +19,7 @@ name the signals that lifted each hit, in words (:mod:`hopgraph.retrieve.explain
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ from hopgraph.retrieve.hop_features import (
     first_anchors,
     first_candidates,
     first_hop,
+    first_hops,
     rewrites,
 )
 from hopgraph.retrieve.ranking import Ranking
@@ -105,10 +106,12 @@ def score_candidates(
     query: str,
     qvec: np.ndarray,
     scorer: Callable[[np.ndarray], np.ndarray] | None,
+    fh: FirstHop | None = None,
 ) -> Scored:
-    """First hop, anchors, bridge pages, rewritten queries, features, and ``scorer``'s scores
-    of every candidate of ``query`` (zeros without a scorer: training collects features)."""
-    fh = first_hop(index, s, query, qvec)
+    """First hop (``fh`` when already computed), anchors, bridge pages, rewritten queries,
+    features, and ``scorer``'s scores of every candidate of ``query`` (zeros without a scorer:
+    training collects features)."""
+    fh = fh if fh is not None else first_hop(index, s, query, qvec)
     anchors = first_anchors(fh, s.anchors)
     via = bridges(index, s, anchors)
     rw = rewrites(index, s, fh, anchors)
@@ -135,9 +138,20 @@ class MultihopRetriever(Retriever):
         self.ranker = shared_ranker(params.model).for_kind(corpus_kind(index))
         self.settings = params.settings()
 
+    def _search_many(
+        self, queries: list[str], k: int, qvecs: Sequence[np.ndarray | None]
+    ) -> list[Ranking]:
+        """The first hops of a batch share one PPR block; the rest is per query."""
+        vecs = [v for v in qvecs if v is not None]
+        fhs = first_hops(self.index, self.settings, queries, vecs)
+        return [self._rank(q, k, fh) for q, fh in zip(queries, fhs, strict=True)]
+
     def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
         assert qvec is not None
-        last = score_candidates(self.index, self.settings, query, qvec, self.ranker.score)
+        return self._rank(query, k, first_hop(self.index, self.settings, query, qvec))
+
+    def _rank(self, query: str, k: int, fh: FirstHop) -> Ranking:
+        last = score_candidates(self.index, self.settings, query, fh.qvec, self.ranker.score, fh)
         order = np.lexsort((last.rows, -last.scores))
         rows, scores = last.rows[order], last.scores[order]
         if k > len(rows):  # past the candidates: RRF order, then corpus order
