@@ -77,6 +77,7 @@ def default_index(
     parts, options, detected = default_build(ds.corpus)
     index = Index.load(folder) if (folder / "manifest.json").exists() else Index(ds.corpus)
     if index.add_parts(parts, options, progress=True, rebuild_changed=True):
+        index.detected = detected  # recorded in the manifest, as `hopgraph index` does
         index.save(folder)
     reason = (detected or {}).get("why", {}).get("reason", "")
     print(f"{name}:{split}: {len(ds.corpus)} passages, {len(ds.questions)} questions; {reason}",
