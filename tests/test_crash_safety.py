@@ -37,12 +37,19 @@ def _states(base: list[str], steps: int) -> list[list[str]]:
 
 def _own_locks() -> None:
     """tqdm's write lock is a multiprocessing lock shared with the parent across fork: killed
-    while holding it, the child would leave the parent waiting forever."""
+    while holding it, the child would leave the parent waiting forever. Every tqdm class gets a
+    lock of the child's own, subclasses included: one created before the fork (bm25s's
+    ``tqdm.auto``) keeps its own copy of the shared lock otherwise, which once hung the suite."""
     import threading
 
     from tqdm import std
 
-    std.tqdm.set_lock(threading.RLock())
+    lock = threading.RLock()
+    classes = [std.tqdm]
+    while classes:
+        cls = classes.pop()
+        cls.set_lock(lock)
+        classes.extend(cls.__subclasses__())
 
 
 def _update_forever(path: str, exchange: bool) -> None:
