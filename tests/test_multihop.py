@@ -57,7 +57,7 @@ def test_large_k_is_answered_with_every_passage_once(default_index):
 
 def test_deterministic_and_batch_equals_single(demo_dataset, default_index):
     r = get_retriever(default_index)
-    qs = [q.text for q in demo_dataset.questions[:6]]
+    qs = [q.text for q in demo_dataset.questions] * 2  # more than one PPR block
     single = [r.search(q, k=10) for q in qs]
     again = [r.search(q, k=10) for q in qs]
     batch = r.search_batch(qs, k=10)

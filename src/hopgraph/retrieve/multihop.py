@@ -122,6 +122,9 @@ def score_candidates(
     return Scored(fh, rows_a, hf, np.asarray(scores, np.float64), anchors, rw)
 
 
+PPR_BLOCK = 16  # queries whose PPR runs as one (nodes × queries) block in a batch
+
+
 @register_method
 class MultihopRetriever(Retriever):
     name = "multihop"
@@ -141,10 +144,15 @@ class MultihopRetriever(Retriever):
     def _search_many(
         self, queries: list[str], k: int, qvecs: Sequence[np.ndarray | None]
     ) -> list[Ranking]:
-        """The first hops of a batch share one PPR block; the rest is per query."""
+        """The first hops of a batch share one PPR block (``PPR_BLOCK`` queries at a time, so
+        the block stays small on large graphs); the rest is per query."""
         vecs = [v for v in qvecs if v is not None]
-        fhs = first_hops(self.index, self.settings, queries, vecs)
-        return [self._rank(q, k, fh) for q, fh in zip(queries, fhs, strict=True)]
+        out: list[Ranking] = []
+        for i in range(0, len(queries), PPR_BLOCK):
+            part = queries[i : i + PPR_BLOCK]
+            fhs = first_hops(self.index, self.settings, part, vecs[i : i + PPR_BLOCK])
+            out += [self._rank(q, k, fh) for q, fh in zip(part, fhs, strict=True)]
+        return out
 
     def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
         assert qvec is not None
