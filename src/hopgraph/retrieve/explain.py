@@ -56,7 +56,7 @@ def explain_hits(
             for key, (_, feats) in SIGNALS.items()
         }
         lifted = [k for k, v in sorted(by_signal.items(), key=lambda kv: -kv[1]) if v > 0][:3]
-        path = _path(index, found, row)
+        path = _path(index, found, row, x)
         words = [path] if path else []
         if lifted:
             words.append("lifted by: " + "; ".join(SIGNALS[k][0] for k in lifted))
@@ -87,12 +87,11 @@ def _entity_label(index: Index, entity: int) -> str:
     return index.corpus[int(own)].title if own >= 0 else ents.names[entity]
 
 
-def _path(index: Index, found: Scored, row: int) -> str:
+def _path(index: Index, found: Scored, row: int, x: np.ndarray) -> str:
     """How the passage was reached, as a reader would say it. A passage that is itself one of
     the first hop's best (an anchor ranked above the anchor that leads to it) was found by the
     question directly."""
     corpus = index.corpus
-    x = found.feats.X[found.rows.tolist().index(row)]
     rank = {a: i for i, a in enumerate(found.anchors)}
     via = found.feats.bridge_via.get(row)
     back = found.feats.backlink_via.get(row)

@@ -20,7 +20,7 @@ name the signals that lifted each hit, in words (:mod:`hopgraph.retrieve.explain
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -78,14 +78,9 @@ class MultihopParams:
         in_unit_interval("gcs_alpha", self.gcs_alpha)
 
     def settings(self) -> HopSettings:
-        return HopSettings(
-            depth=self.depth, anchors=self.anchors, bridge_cap=self.bridge_cap,
-            k_rrf=self.k_rrf, alpha=self.alpha, max_iter=self.max_iter,
-            hub_penalty=self.hub_penalty, entity_q=self.entity_q, seed_k=self.seed_k,
-            own_page_boost=self.own_page_boost, rewrite_anchors=self.rewrite_anchors,
-            rewrite_entities=self.rewrite_entities, rewrite_k=self.rewrite_k,
-            ngram_entities=self.ngram_entities, gcs_alpha=self.gcs_alpha,
-        )  # fmt: skip
+        """The feature-extraction knobs: every parameter of the same name (all but ``model``)."""
+        return HopSettings(**{f.name: getattr(self, f.name) for f in fields(HopSettings)
+                              if f.name != "drop"})  # fmt: skip
 
 
 @dataclass
