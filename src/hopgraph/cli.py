@@ -16,6 +16,7 @@ import click
 from hopgraph.config import describe_options, parse_assignments
 from hopgraph.errors import ConfigError, HopgraphError
 from hopgraph.index.store import split_part_options
+from hopgraph.index.streaming import DEFAULT_BATCH
 
 ASSIGN_HELP = "key=value; repeatable"
 NO_DETECT_HELP = (
@@ -74,36 +75,66 @@ def cli() -> None:
 @click.option("--no-detect", is_flag=True, help=NO_DETECT_HELP)
 @click.option("--chunk-words", type=int, default=None, help="split passages longer than this")
 @click.option("--format", "fmt", default="auto", show_default=True, help="corpus format")
+@click.option(
+    "--batch-size", type=click.IntRange(min=1), default=DEFAULT_BATCH, show_default=True,
+    help="passages per batch: memory is bounded by a batch, a stopped build resumes at one",
+)  # fmt: skip
+@click.option(
+    "--resume", is_flag=True,
+    help="continue a stopped build of OUTPUT (same corpus, parts, options, batch size)",
+)  # fmt: skip
 @click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
-def index_cmd(corpus, output, parts, sets, no_detect, chunk_words, fmt, data_dir, quiet) -> None:
+def index_cmd(
+    corpus, output, parts, sets, no_detect, chunk_words, fmt, batch_size, resume, data_dir, quiet
+) -> None:  # fmt: skip
     """Build an index of CORPUS (a file or folder in any supported format) into OUTPUT.
 
     Without --parts, the parts the default method needs. Options that the corpus decides
     (entities.title_aliases: on when passage titles look like entity names) are detected from
     the titles for the parts built, unless set with --set or turned off with --no-detect; the
-    detection is recorded in the index (hopgraph info shows it)."""
-    from hopgraph.corpus import load_corpus
-    from hopgraph.defaults import DEFAULT_PARTS, describe_detected, detected_options
-    from hopgraph.index import Index, split_part_options
+    detection is recorded in the index (hopgraph info shows it).
+
+    The corpus is read as a stream and indexed in batches (--batch-size), so memory stays
+    bounded whatever its size; the work lives in OUTPUT.partial until the index is written.
+    A build stopped at any point (Ctrl-C, a kill, a reboot) continues with --resume from its
+    last complete batch, and gives the same index as a build that never stopped."""
+    from hopgraph.defaults import describe_detected
+    from hopgraph.index.streaming import build_index
 
     options = split_part_options(parse_assignments(sets))
-    names = _csv(parts) if parts is not None else list(DEFAULT_PARTS)
-    if not names:
+    names = _csv(parts) if parts is not None else None
+    if names is not None and not names:
         raise click.BadParameter("name at least one part", param_hint="--parts")
     t0 = time.perf_counter()
-    c = load_corpus(_resolve_dataset(corpus, data_dir), chunk_words=chunk_words, fmt=fmt)
-    click.echo(f"loaded {len(c)} passages from {corpus}", err=True)
-    detected = None
-    if not no_detect:
-        options, detected = detected_options(c, names, options)
-        if detected:
-            click.echo(describe_detected(detected), err=True)
-    index = Index.build(c, names, options, progress=not quiet)
-    index.detected = detected
-    path = index.save(output)
+    try:
+        index = build_index(
+            _resolve_dataset(corpus, data_dir),
+            output,
+            names,
+            options,
+            detect=not no_detect,
+            chunk_words=chunk_words,
+            fmt=fmt,
+            batch_size=batch_size,
+            resume=resume,
+            progress=not quiet,
+            log=lambda line: click.echo(line, err=True),
+        )
+    except KeyboardInterrupt:
+        click.echo(
+            "\ninterrupted: the batches done so far are kept; continue with the same command "
+            "and --resume",
+            err=True,
+        )
+        sys.exit(130)
+    if index.detected:
+        click.echo(describe_detected(index.detected), err=True)
     secs = time.perf_counter() - t0
-    click.echo(f"wrote {path} ({', '.join(index.parts)}) in {secs:.1f}s", err=True)
+    click.echo(
+        f"wrote {index.path} ({len(index)} passages; {', '.join(index.parts)}) in {secs:.1f}s",
+        err=True,
+    )
 
 
 @cli.command("search")

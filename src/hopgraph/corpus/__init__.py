@@ -2,7 +2,7 @@
 
 from hopgraph.corpus.chunking import chunk_document
 from hopgraph.corpus.convert import chunked_dataset, sql_tables, tables_dataset, write_unified
-from hopgraph.corpus.loaders import load_corpus, load_dataset
+from hopgraph.corpus.loaders import iter_corpus, load_corpus, load_dataset
 from hopgraph.corpus.passage import Corpus, Dataset, Passage, Question
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "Question",
     "chunk_document",
     "chunked_dataset",
+    "iter_corpus",
     "load_corpus",
     "load_dataset",
     "sql_tables",

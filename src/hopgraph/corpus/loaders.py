@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from hopgraph.corpus.chunking import chunk_document
 from hopgraph.corpus.passage import Corpus, Dataset, Passage, Question
 from hopgraph.errors import ConfigError, CorpusError
 
-__all__ = ["FORMATS", "detect_format", "load_corpus", "load_dataset"]
+__all__ = ["FORMATS", "detect_format", "iter_corpus", "load_corpus", "load_dataset"]
 
 FORMATS: dict[str, str] = {
     "unified": "folder with corpus.jsonl + questions.jsonl",
@@ -96,19 +96,41 @@ def _json_type(value: object) -> str:
 
 
 def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, object)`` for each non-blank line of a JSONL file."""
-    text = _decode(_read_bytes(path), path)
+    """Yield ``(line number, object)`` for each non-blank line of a JSONL file, reading it line
+    by line (a corpus of a million passages is never held whole). A leading BOM is dropped; an
+    invalid UTF-8 byte names its line and column."""
     loads = json.loads
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line or line.isspace():
-            continue
-        try:
-            rec = loads(line)
-        except json.JSONDecodeError as e:
-            raise CorpusError(f"invalid JSON: {e.msg} (column {e.colno})", path, lineno) from None
-        if not isinstance(rec, dict):
-            raise CorpusError(f"expected a JSON object, got {_json_type(rec)}", path, lineno)
-        yield lineno, rec
+    try:
+        f = path.open("rb")
+    except FileNotFoundError:
+        raise CorpusError("no such file", path) from None
+    except IsADirectoryError:
+        raise CorpusError("expected a file, found a folder", path) from None
+    except OSError as e:
+        raise CorpusError(f"cannot read: {e.strerror or e}", path) from None
+    with f:
+        for lineno, raw in enumerate(f, 1):
+            skip = len(_BOM) if lineno == 1 and raw.startswith(_BOM) else 0
+            try:
+                line = raw[skip:].decode("utf-8")
+            except UnicodeDecodeError as e:
+                col = e.start + skip + 1  # counted from the line's first byte, BOM included
+                raise CorpusError(
+                    f"not valid UTF-8 (byte 0x{raw[e.start + skip]:02x} at column {col})",
+                    path,
+                    lineno,
+                ) from None
+            if not line or line.isspace():
+                continue
+            try:
+                rec = loads(line)
+            except json.JSONDecodeError as e:
+                raise CorpusError(
+                    f"invalid JSON: {e.msg} (column {e.colno})", path, lineno
+                ) from None
+            if not isinstance(rec, dict):
+                raise CorpusError(f"expected a JSON object, got {_json_type(rec)}", path, lineno)
+            yield lineno, rec
 
 
 def _first_jsonl_record(path: Path) -> Any:
@@ -294,9 +316,8 @@ def _need_file(folder: Path, name: str) -> Path:
 # --------------------------------------------------------------------------- unified
 
 
-def _unified_corpus(folder: Path) -> list[Passage]:
+def _unified_corpus(folder: Path) -> Iterator[Passage]:
     path = _need_file(folder, "corpus.jsonl")
-    passages: list[Passage] = []
     seen: dict[str, int] = {}
     for lineno, rec in _iter_jsonl(path):
         where = _Where(path, lineno)
@@ -307,14 +328,12 @@ def _unified_corpus(folder: Path) -> list[Passage]:
             raise where.error(f"duplicate idx {pid} (first on line {seen[pid]})")
         seen[pid] = lineno
         meta = {k: v for k, v in rec.items() if k not in ("idx", "title", "text")}
-        passages.append(Passage(pid, title, text, meta))
-    return passages
+        yield Passage(pid, title, text, meta)
 
 
-def _passages_file(path: Path) -> list[Passage]:
+def _passages_file(path: Path) -> Iterator[Passage]:
     """A .jsonl of passages: ``id`` (or ``idx``), ``text``, optional ``title`` and ``metadata``
     (other fields go to the metadata too)."""
-    passages: list[Passage] = []
     seen: dict[str, int] = {}
     for lineno, rec in _iter_jsonl(path):
         where = _Where(path, lineno)
@@ -329,8 +348,7 @@ def _passages_file(path: Path) -> list[Passage]:
         if not isinstance(meta, dict):
             raise where.error("'metadata' must be an object")
         extra = {k: v for k, v in rec.items() if k not in (key, "title", "text", "metadata")}
-        passages.append(Passage(pid, title, text, {**extra, **meta}))
-    return passages
+        yield Passage(pid, title, text, {**extra, **meta})
 
 
 _UNIFIED_Q_FIELDS = ("id", "question", "answers", "gold_corpus_idx")
@@ -720,24 +738,20 @@ def _text_corpus(folder: Path, chunk_words: int | None) -> list[Passage]:
 # --------------------------------------------------------------------------- public API
 
 
-def _chunk_all(passages: list[Passage], chunk_words: int) -> list[Passage]:
+def _chunk_all(passages: Iterable[Passage], chunk_words: int) -> Iterator[Passage]:
     overlap = chunk_words // 5
-    out: list[Passage] = []
     for p in passages:
         if len(p.text.split()) > chunk_words:
-            out.extend(
-                chunk_document(
-                    p.id,
-                    p.title,
-                    p.text,
-                    max_words=chunk_words,
-                    overlap=overlap,
-                    metadata=p.metadata,
-                )
+            yield from chunk_document(
+                p.id,
+                p.title,
+                p.text,
+                max_words=chunk_words,
+                overlap=overlap,
+                metadata=p.metadata,
             )
         else:
-            out.append(p)
-    return out
+            yield p
 
 
 def _make_corpus(passages: list[Passage], source: Path) -> Corpus:
@@ -762,7 +776,7 @@ def load_corpus(
     kind, data = _format_of(p, fmt)
     if kind == "unified":
         _need_dir(p, kind)
-        passages = _unified_corpus(p)
+        passages = list(_unified_corpus(p))
     elif kind == "beir":
         _need_dir(p, kind)
         passages = _beir_corpus(p)
@@ -773,15 +787,47 @@ def load_corpus(
     elif kind == "hipporag":
         passages = _hipporag_corpus(p)
     elif kind == "passages":
-        passages = _passages_file(p)
+        passages = list(_passages_file(p))
     else:  # text
         _need_dir(p, kind)
         return _make_corpus(_text_corpus(p, chunk_words), p)
     if not passages:
         raise CorpusError("no passages", p)
     if chunk_words is not None:
-        passages = _chunk_all(passages, chunk_words)
+        passages = list(_chunk_all(passages, chunk_words))
     return _make_corpus(passages, p)
+
+
+def iter_corpus(
+    path: str | os.PathLike[str], *, chunk_words: int | None = None, fmt: str = "auto"
+) -> Iterator[Passage]:
+    """The passages :func:`load_corpus` would give, one at a time.
+
+    The JSONL formats (``unified``, ``beir``'s corpus, ``passages``) are read line by line, so
+    a corpus of any size streams in bounded memory (only the ids are kept, to refuse
+    duplicates); the other formats are read whole first. Raises :class:`CorpusError` as
+    :func:`load_corpus` does (an empty corpus when the iteration ends without a passage).
+    """
+    p = _resolve(path)
+    kind, _ = _format_of(p, fmt)
+    if kind == "unified":
+        _need_dir(p, kind)
+        passages: Iterable[Passage] = _unified_corpus(p)
+    elif kind == "passages":
+        passages = _passages_file(p)
+    else:
+        yield from load_corpus(p, chunk_words=chunk_words, fmt=fmt)
+        return
+    if chunk_words is not None:
+        passages = _chunk_all(passages, chunk_words)
+    seen: set[str] = set()
+    for passage in passages:
+        if passage.id in seen:  # a chunk id colliding with another passage's id
+            raise CorpusError(f"duplicate passage id {passage.id!r}", p)
+        seen.add(passage.id)
+        yield passage
+    if not seen:
+        raise CorpusError("no passages", p)
 
 
 def load_dataset(
@@ -809,7 +855,7 @@ def load_dataset(
     if kind == "unified":
         _need_dir(p, kind)
         _unified_questions_path(p, split)  # fail before reading the corpus
-        passages = _unified_corpus(p)
+        passages = list(_unified_corpus(p))
         questions, skipped = _unified_questions(
             p, {q.id for q in passages}, include_incomplete, split
         )

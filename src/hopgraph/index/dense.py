@@ -94,6 +94,39 @@ class DensePart(IndexPart):
         part._embedder = emb
         return part
 
+    segmentable = True
+
+    @classmethod
+    def write_segment(cls, passages: Corpus, options: DenseOptions, folder: Path) -> None:
+        """The unit vectors of ``passages`` (the encoder is the per-passage work)."""
+        emb = load_embedder(
+            options.model,
+            precision=options.precision,
+            max_seq_length=options.max_seq_length,
+            backend=options.backend,
+        )
+        vectors = emb.encode([p.content for p in passages], batch_size=options.batch_size)
+        np.save(folder / "embeddings.npy", np.ascontiguousarray(vectors, dtype=np.float32))
+
+    @classmethod
+    def from_segments(
+        cls,
+        corpus: Corpus,
+        options: DenseOptions,
+        folders: list[Path],
+        parts: dict[str, IndexPart],
+        *,
+        progress: bool = False,
+    ) -> DensePart:
+        """The segments' vectors in order (copied into one array), and the HNSW graph if asked."""
+        blocks = [np.load(f / "embeddings.npy", mmap_mode="r") for f in folders]
+        vectors = np.empty((sum(len(b) for b in blocks), blocks[0].shape[1]), np.float32)
+        row = 0
+        for b in blocks:
+            vectors[row : row + len(b)] = b
+            row += len(b)
+        return cls(options, vectors, _build_hnsw(vectors, options) if options.hnsw else None)
+
     def update(
         self,
         change: Change,

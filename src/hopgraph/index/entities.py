@@ -20,7 +20,15 @@ from hopgraph.config import in_unit_interval, option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import NotUpdatableError
 from hopgraph.graph.bipartite import BipartiteGraph, build_bipartite
-from hopgraph.index.part import Change, IndexPart, register_part, stack_records
+from hopgraph.index.part import (
+    Change,
+    IndexPart,
+    load_records,
+    merge_records,
+    register_part,
+    save_records,
+    stack_records,
+)
 from hopgraph.text.ner import (
     EntityExtractor,
     fold_accents,
@@ -96,6 +104,31 @@ class EntityPart(IndexPart):
         raw = extractor.extract([p.content for p in corpus], progress=progress)
         counts, keys = raw_mentions(raw, o.normalize)
         return cls.assemble(corpus, o, counts, keys)
+
+    segmentable = True
+
+    @classmethod
+    def write_segment(cls, passages: Corpus, options: EntityOptions, folder: Path) -> None:
+        """The NER mentions of ``passages``, normalised (before aliasing and filtering)."""
+        o = options
+        extractor = make_extractor(o.ner, spacy_model=o.spacy_model, n_process=o.n_process)
+        raw = extractor.extract([p.content for p in passages])
+        counts, keys = raw_mentions(raw, o.normalize)
+        save_records(folder, "raw", counts, keys)
+
+    @classmethod
+    def from_segments(
+        cls,
+        corpus: Corpus,
+        options: EntityOptions,
+        folders: list[Path],
+        parts: dict[str, IndexPart],
+        *,
+        progress: bool = False,
+    ) -> EntityPart:
+        """Aliases, frequencies and filters over the merged mentions of all batches."""
+        raw, keys = merge_records(load_records(f, "raw") for f in folders)
+        return cls.assemble(corpus, options, raw, keys)
 
     @classmethod
     def assemble(

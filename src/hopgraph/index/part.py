@@ -9,6 +9,7 @@ as plain files in its own folder, and loads them back (memory-mapped where it ca
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -38,6 +39,66 @@ class Change:
         out = np.full(len(self.old), -1, np.int64)
         out[self.keep] = np.arange(len(self.keep))
         return out
+
+
+def merge_records(records: Iterable[tuple[Any, list[str]]]) -> tuple[Any, list[str]]:
+    """Per-passage records of consecutive batches of passages, each a (passages × keys) sparse
+    matrix with its own keys, as one matrix over the union of the keys. Keys are numbered in
+    order of first appearance, batch after batch: the numbering one pass over all passages
+    gives, so merged records equal records computed in one go."""
+    import scipy.sparse as sp
+
+    ids: dict[str, int] = {}
+    blocks = []
+    for matrix, keys in records:
+        m = sp.csr_matrix(matrix)
+        remap = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), np.int64, len(keys))
+        blocks.append((m.data, remap[m.indices], m.indptr, m.shape[0]))
+    data = np.concatenate([b[0] for b in blocks])
+    indices = np.concatenate([b[1] for b in blocks])
+    indptr = [np.zeros(1, np.int64)]
+    end = 0
+    for b in blocks:
+        indptr.append(b[2][1:].astype(np.int64) + end)
+        end += int(b[2][-1])
+    # the index types and sorted rows scipy gives a matrix built in one go, so that merged
+    # records are saved byte for byte as those are
+    small = max(len(data), len(ids)) < 2**31
+    dtype = np.int32 if small else np.int64
+    merged = sp.csr_matrix(
+        (data, indices.astype(dtype), np.concatenate(indptr).astype(dtype)),
+        shape=(sum(b[3] for b in blocks), len(ids)),
+    )
+    merged.sort_indices()
+    return merged, list(ids)
+
+
+def save_records(folder: Path, name: str, matrix: Any, keys: list[str]) -> None:
+    """Write a (passages × keys) sparse matrix and its keys as ``name.*`` files in ``folder``."""
+    import json
+
+    import scipy.sparse as sp
+
+    m = sp.csr_matrix(matrix)
+    np.save(folder / f"{name}.indptr.npy", m.indptr)
+    np.save(folder / f"{name}.indices.npy", m.indices)
+    np.save(folder / f"{name}.data.npy", m.data)
+    (folder / f"{name}.keys.json").write_text(json.dumps(keys, ensure_ascii=False))
+
+
+def load_records(folder: Path, name: str) -> tuple[Any, list[str]]:
+    """What :func:`save_records` wrote."""
+    import json
+
+    import scipy.sparse as sp
+
+    keys = json.loads((folder / f"{name}.keys.json").read_text())
+    indptr = np.load(folder / f"{name}.indptr.npy")
+    m = sp.csr_matrix(
+        (np.load(folder / f"{name}.data.npy"), np.load(folder / f"{name}.indices.npy"), indptr),
+        shape=(len(indptr) - 1, len(keys)),
+    )
+    return m, keys
 
 
 def stack_records(old: Any, keep: np.ndarray, new: Any, keys: list[str]) -> tuple[Any, list[str]]:
@@ -80,6 +141,33 @@ class IndexPart(ABC):
         """Build from the corpus and the parts named by :meth:`requires_for` (already built).
         Parts computed from the corpus alone need not override this."""
         return cls.build(corpus, options, progress=progress)
+
+    # -- streaming builds: segments ------------------------------------------------------
+    # A part that can be built in batches splits its build in two: the per-passage work (the
+    # models: tokeniser, encoder, NER), written for one batch of passages at a time into a
+    # segment folder, and the global assembly (vocabularies, document frequencies, aliases),
+    # done once over the segments of all batches. hopgraph.index.streaming drives them.
+    segmentable: ClassVar[bool] = False
+
+    @classmethod
+    def write_segment(cls, passages: Corpus, options: Any, folder: Path) -> None:
+        """Do the per-passage work for ``passages`` (one batch) and write it into ``folder``
+        (which exists and is empty)."""
+        raise NotImplementedError(f"the {cls.name!r} part is not built in segments")
+
+    @classmethod
+    def from_segments(
+        cls,
+        corpus: Corpus,
+        options: Any,
+        folders: list[Path],
+        parts: dict[str, IndexPart],
+        *,
+        progress: bool = False,
+    ) -> IndexPart:
+        """The part over ``corpus``, whose consecutive batches of passages ``folders`` hold the
+        segments of (written by :meth:`write_segment`): equal to :meth:`build_from`."""
+        raise NotImplementedError(f"the {cls.name!r} part is not built in segments")
 
     def update(
         self,

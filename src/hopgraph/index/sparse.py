@@ -18,7 +18,14 @@ from tqdm.auto import tqdm
 
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
-from hopgraph.index.part import Change, IndexPart, register_part
+from hopgraph.index.part import (
+    Change,
+    IndexPart,
+    load_records,
+    merge_records,
+    register_part,
+    save_records,
+)
 from hopgraph.text.tokenize import Tokenizer
 
 
@@ -96,6 +103,30 @@ class SparsePart(IndexPart):
             shape=(counts.shape[0], len(bm25.vocab_dict)),
         )
         return cls(options, bm25, doc_terms)
+
+    segmentable = True
+
+    @classmethod
+    def write_segment(cls, passages: Corpus, options: SparseOptions, folder: Path) -> None:
+        """The document–term counts of ``passages`` (the tokeniser is the per-passage work)."""
+        tok = Tokenizer(options.stemmer, options.stopwords)
+        counts, terms = _count_terms(tok, [p.content for p in passages], False)
+        save_records(folder, "counts", counts, terms)
+
+    @classmethod
+    def from_segments(
+        cls,
+        corpus: Corpus,
+        options: SparseOptions,
+        folders: list[Path],
+        parts: dict[str, IndexPart],
+        *,
+        progress: bool = False,
+    ) -> SparsePart:
+        """BM25 over the merged counts: the terms are numbered in order of first occurrence
+        over the whole corpus, as one tokenising pass numbers them."""
+        counts, terms = merge_records(load_records(f, "counts") for f in folders)
+        return cls.from_counts(options, counts, terms, progress=progress)
 
     def reassembled(self, rows: list[int | str], *, progress: bool = False) -> SparsePart:
         """A new part whose row ``i`` is this part's row ``rows[i]`` (an int) or the text

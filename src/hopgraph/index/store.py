@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import shlex
+import shutil
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
@@ -24,6 +25,7 @@ import numpy as np
 from hopgraph.atomic import recover_folder, replace_folder
 from hopgraph.config import make_options
 from hopgraph.corpus import Corpus, Passage
+from hopgraph.corpus.filecorpus import FileCorpus, passage_line
 from hopgraph.errors import (
     ConfigError,
     DuplicateIdError,
@@ -257,9 +259,12 @@ class Index:
 
         path = Path(path).resolve()
         with replace_folder(path) as tmp:
-            with open(tmp / "passages.jsonl", "w", encoding="utf-8") as f:
-                for p in self.corpus:
-                    f.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
+            if isinstance(self.corpus, FileCorpus):  # already the file this folder keeps
+                shutil.copyfile(self.corpus.path, tmp / "passages.jsonl")
+            else:
+                with open(tmp / "passages.jsonl", "wb") as f:
+                    for p in self.corpus:
+                        f.write(passage_line(p))
             for name, part in self.parts.items():
                 folder = tmp / "parts" / name
                 folder.mkdir(parents=True)

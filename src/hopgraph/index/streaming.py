@@ -1,0 +1,291 @@
+"""Streaming, resumable index builds: batches of passages in, segments out, one merge.
+
+``build_index(source, out)`` builds an index of a corpus of any size in bounded memory:
+
+1. **passages**: the corpus is read as a stream (:func:`hopgraph.corpus.iter_corpus`) into
+   ``<out>.partial/passages.jsonl`` with a table of line offsets; from then on the passages are
+   a :class:`~hopgraph.corpus.filecorpus.FileCorpus` (read on demand, never held as objects).
+2. **segments**: batch after batch, every part that can be built in segments
+   (:attr:`IndexPart.segmentable`: sparse, dense, entities) does its per-passage work (tokeniser,
+   encoder, NER) and writes it into ``segments/<batch>/<part>/``; a segment folder is written
+   under a temporary name and renamed when complete, so it is there whole or not at all.
+3. **merge**: each part assembles its global structures (vocabulary, BM25 weights, aliases,
+   document frequencies) from the segments, exactly as a build over the whole corpus would;
+   parts that are not built in segments are then built from the merged ones; the index is
+   saved to ``out`` (atomically) and the partial folder removed.
+
+A build killed at any point (Ctrl-C, SIGKILL, a power cut) resumes with ``resume=True``
+(``hopgraph index ... --resume``) from its last complete batch, and gives the same index as an
+uninterrupted build: batches are fixed by the plan (``plan.json``: source, parts, options,
+batch size), which a resumed build must match.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from hopgraph.config import make_options
+from hopgraph.corpus import Corpus, iter_corpus
+from hopgraph.corpus.filecorpus import FileCorpus, write_passages
+from hopgraph.errors import CorpusError, HopgraphError
+from hopgraph.index.part import part_class
+from hopgraph.index.store import Index, PartOptions, dependency_order
+
+DEFAULT_BATCH = 10_000
+PLAN_VERSION = 1
+
+
+class PartialBuildError(HopgraphError):
+    """A partial build is in the way, or does not match the build asked for."""
+
+
+def partial_folder(out: str | os.PathLike[str]) -> Path:
+    """Where the build of the index ``out`` keeps its work until it is done."""
+    out = Path(out).resolve()
+    return out.with_name(out.name + ".partial")
+
+
+def build_index(
+    source: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    parts: Sequence[str] | None = None,
+    options: PartOptions | None = None,
+    *,
+    detect: bool = True,
+    chunk_words: int | None = None,
+    fmt: str = "auto",
+    batch_size: int = DEFAULT_BATCH,
+    resume: bool = False,
+    progress: bool = True,
+    log: Any = None,
+) -> Index:
+    """Build the index of the corpus at ``source`` into the folder ``out``, in batches of
+    ``batch_size`` passages; returns the saved index (its passages read from ``out`` on demand).
+
+    ``parts`` default to the default method's; with ``detect``, the options the corpus decides
+    are detected from its titles as :meth:`Index.build` does (``options`` win). ``resume``
+    continues a build of the same plan that was stopped; without it, a partial build of
+    ``out`` in the way raises :class:`PartialBuildError`. ``log``: a function given one line of
+    text per stage (the CLI prints them).
+    """
+    from hopgraph import __version__
+    from hopgraph.defaults import DEFAULT_PARTS, detected_options
+
+    say = log or (lambda _line: None)
+    if batch_size <= 0:
+        raise HopgraphError(f"batch_size must be positive, got {batch_size}")
+    out = Path(out).resolve()
+    work = partial_folder(out)
+    names = list(dict.fromkeys(parts if parts is not None else DEFAULT_PARTS))
+    given = {p: dict(o) for p, o in (options or {}).items()}
+    plan = {
+        "plan_version": PLAN_VERSION,
+        "hopgraph_version": __version__,
+        "source": str(Path(source).resolve()),
+        "source_stat": _fingerprint(Path(source)),
+        "format": fmt,
+        "chunk_words": chunk_words,
+        "parts": names,
+        "options": given,
+        "detect": detect,
+        "batch_size": batch_size,
+    }
+    _open_work(work, plan, resume, say)
+    t_start = time.perf_counter()
+
+    corpus = _passages_stage(source, work, chunk_words, fmt, say)
+    detected = None
+    opts = given
+    if detect:
+        opts, detected = detected_options(corpus, names, given)
+    known = {n: o for n, o in opts.items()}
+    order = dependency_order(names, known)
+    classes = {n: part_class(n) for n in order}
+    built_opts = {
+        n: make_options(c.Options, opts.get(n), what=f"part {n!r}") for n, c in classes.items()
+    }
+    streamed = [n for n in order if classes[n].segmentable]
+    seconds = _segments_stage(corpus, work, streamed, classes, built_opts, batch_size, progress)
+
+    folders = _segment_folders(work, len(corpus), batch_size)
+    index = Index(corpus)
+    index.detected = detected
+    for name in order:
+        cls = classes[name]
+        deps = {d: index.parts[d] for d in cls.requires_for(built_opts[name])}
+        t0 = time.perf_counter()
+        if name in streamed:
+            say(f"merging the {name} segments")
+            part = cls.from_segments(
+                corpus, built_opts[name], [f / name for f in folders], deps, progress=progress
+            )
+        else:
+            say(f"building the {name} part")
+            part = cls.build_from(corpus, built_opts[name], deps, progress=progress)
+        index.parts[name] = part
+        index.build_seconds[name] = round(seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
+    say(f"writing {out}")
+    index.save(out)
+    offsets, ids = corpus._offsets, corpus.ids
+    index.corpus = FileCorpus(out / "passages.jsonl", offsets, ids, source=corpus.source)
+    shutil.rmtree(work)
+    say(f"built {len(corpus)} passages in {time.perf_counter() - t_start:.1f}s")
+    return index
+
+
+# -- stages ---------------------------------------------------------------------------------
+def _open_work(work: Path, plan: dict[str, Any], resume: bool, say: Any) -> None:
+    plan_file = work / "plan.json"
+    if work.exists():
+        if not resume:
+            raise PartialBuildError(
+                f"a partial build is in the way at {work}: resume it with --resume "
+                "(resume=True), or remove that folder to start again"
+            )
+        try:
+            old = json.loads(plan_file.read_text())
+        except (OSError, ValueError):
+            old = None
+        if old is None:  # killed before its plan was written: nothing worth keeping
+            shutil.rmtree(work)
+        else:
+            diff = sorted(k for k in plan if old.get(k) != plan[k])
+            if diff:
+                raise PartialBuildError(
+                    f"the partial build at {work} was started with other settings "
+                    f"({', '.join(f'{k}: {old.get(k)!r} now {plan[k]!r}' for k in diff)}); "
+                    "give the same ones to resume it, or remove that folder to start again"
+                )
+            done = len(list((work / "segments").glob("[0-9]*"))) if work.exists() else 0
+            say(f"resuming the build in {work} ({done} batches done)")
+            return
+    elif resume:
+        say(f"nothing to resume at {work}: starting the build")
+    work.mkdir(parents=True)
+    _write_synced(plan_file, json.dumps(plan, indent=2, sort_keys=True))
+
+
+def _passages_stage(
+    source: str | os.PathLike[str], work: Path, chunk_words: int | None, fmt: str, say: Any
+) -> FileCorpus:
+    """The corpus, copied as a stream into ``work/passages.jsonl`` (once) and read from there."""
+    final = work / "passages.jsonl"
+    if not final.exists():
+        say(f"reading {source}")
+        tmp = work / "passages.jsonl.tmp"
+        offsets, ids = write_passages(
+            _checked(iter_corpus(source, chunk_words=chunk_words, fmt=fmt)), tmp
+        )
+        np.save(work / "offsets.npy", offsets)
+        _write_synced(work / "ids.json", json.dumps(ids, ensure_ascii=False))
+        _fsync(tmp)
+        os.replace(tmp, final)  # the marker: the passages are complete
+    offsets = np.load(work / "offsets.npy")
+    ids = json.loads((work / "ids.json").read_text(encoding="utf-8"))
+    return FileCorpus(final, offsets, ids, source=Path(source).resolve())
+
+
+def _checked(passages: Iterable[Any]) -> Iterable[Any]:
+    for p in passages:
+        if not p.text.strip():
+            raise CorpusError(f"passage {p.id!r} has empty text")
+        yield p
+
+
+def _segments_stage(
+    corpus: FileCorpus,
+    work: Path,
+    names: list[str],
+    classes: dict[str, Any],
+    options: dict[str, Any],
+    batch_size: int,
+    progress: bool,
+) -> dict[str, float]:
+    """Write the missing segments; returns the seconds each part spent in all of them."""
+    root = work / "segments"
+    root.mkdir(exist_ok=True)
+    for stale in root.glob(".*.tmp"):  # a batch that was being written when the build stopped
+        shutil.rmtree(stale)
+    n = len(corpus)
+    folders = _segment_folders(work, n, batch_size)
+    done = [f for f in folders if f.exists()]
+    bar = tqdm(
+        total=n,
+        initial=sum(_segment_rows(f) for f in done),
+        desc="indexing",
+        unit="passage",
+        disable=not progress,
+        smoothing=0.05,
+    )
+    try:
+        for b, folder in enumerate(folders):
+            if folder.exists():
+                continue
+            lo, hi = b * batch_size, min(n, (b + 1) * batch_size)
+            batch = Corpus(corpus[lo:hi], source=corpus.source)
+            tmp = root / f".{folder.name}.tmp"
+            tmp.mkdir()
+            secs: dict[str, float] = {}
+            for name in names:
+                (tmp / name).mkdir()
+                bar.set_postfix_str(name, refresh=False)
+                t0 = time.perf_counter()
+                classes[name].write_segment(batch, options[name], tmp / name)
+                secs[name] = time.perf_counter() - t0
+            _write_synced(tmp / "segment.json", json.dumps({"rows": [lo, hi], "seconds": secs}))
+            for f in tmp.rglob("*"):
+                if f.is_file():
+                    _fsync(f)
+            os.replace(tmp, folder)  # the batch is complete
+            bar.update(hi - lo)
+    finally:
+        bar.close()
+    totals: dict[str, float] = {}
+    for folder in folders:
+        for name, s in json.loads((folder / "segment.json").read_text())["seconds"].items():
+            totals[name] = totals.get(name, 0.0) + s
+    return totals
+
+
+def _segment_folders(work: Path, n: int, batch_size: int) -> list[Path]:
+    return [work / "segments" / f"{b:06d}" for b in range((n + batch_size - 1) // batch_size)]
+
+
+def _segment_rows(folder: Path) -> int:
+    lo, hi = json.loads((folder / "segment.json").read_text())["rows"]
+    return hi - lo
+
+
+def _fingerprint(path: Path) -> list[Any]:
+    """Size and modification time of the corpus file(s): a changed corpus cannot resume."""
+    path = path.resolve()
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    out = []
+    for f in files:
+        st = f.stat()
+        out.append([f.name, st.st_size, st.st_mtime_ns])
+    return out
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_synced(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())

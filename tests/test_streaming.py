@@ -1,0 +1,209 @@
+"""Streaming, resumable builds: batches of passages into segments, merged into the same index
+a build in one go makes; a build killed mid-way resumes to the same bytes as one that never
+stopped."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hopgraph.corpus import iter_corpus, load_corpus, load_dataset
+from hopgraph.corpus.filecorpus import FileCorpus, write_passages
+from hopgraph.data import demo_dataset_path
+from hopgraph.errors import CorpusError
+from hopgraph.index import Index
+from hopgraph.index.part import merge_records
+from hopgraph.index.streaming import PartialBuildError, build_index, partial_folder
+from hopgraph.retrieve import get_retriever
+
+PARTS = ["sparse", "entities"]
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """sha256 of every file of an index folder but the manifest (which holds timings)."""
+    return {
+        str(f.relative_to(folder)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(folder.rglob("*"))
+        if f.is_file() and f.name != "manifest.json"
+    }
+
+
+def _manifest(folder: Path) -> dict:
+    m = json.loads((folder / "manifest.json").read_text())
+    for key in ("created",):
+        m.pop(key)
+    for part in m["parts"].values():
+        part.pop("build_seconds")
+    return m
+
+
+def test_file_corpus_reads_what_was_written(tmp_path):
+    corpus = load_corpus(demo_dataset_path())
+    offsets, ids = write_passages(corpus, tmp_path / "p.jsonl")
+    fc = FileCorpus(tmp_path / "p.jsonl", offsets, ids)
+    assert len(fc) == len(corpus) and fc.ids == corpus.ids
+    assert list(fc) == list(corpus)
+    assert fc[3] == corpus[3] and fc[-1] == corpus[-1]
+    assert fc[5:9] == list(corpus[5:9]) and fc[::7] == list(corpus[::7])
+    pid = corpus[10].id
+    assert pid in fc and fc.position(pid) == 10 and fc.get(pid) == corpus[10]
+    assert FileCorpus(tmp_path / "p.jsonl").ids == ids  # offsets and ids read from the file
+    with pytest.raises(IndexError):
+        fc[len(corpus)]
+
+
+def test_iter_corpus_streams_what_load_corpus_reads(tmp_path):
+    path = demo_dataset_path()
+    assert list(iter_corpus(path)) == list(load_corpus(path))
+    assert list(iter_corpus(path, chunk_words=20)) == list(load_corpus(path, chunk_words=20))
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n{"id": "a", "text": "z"}\n')
+    with pytest.raises(CorpusError, match=r"dup\.jsonl:3: duplicate id a"):
+        list(iter_corpus(dup))
+
+
+def test_merge_records_numbers_keys_as_one_pass():
+    import scipy.sparse as sp
+
+    a = sp.csr_matrix(np.array([[1, 0], [2, 3]], np.int32))  # keys x, y
+    b = sp.csr_matrix(np.array([[0, 4, 5]], np.int32))  # keys y, z, x
+    merged, keys = merge_records([(a, ["x", "y"]), (b, ["y", "z", "x"])])
+    assert keys == ["x", "y", "z"]
+    assert merged.toarray().tolist() == [[1, 0, 0], [2, 3, 0], [5, 0, 4]]
+
+
+def test_streamed_index_equals_one_built_in_memory(tmp_path):
+    """Batches of 5 passages, merged: the same sparse and entity arrays, vectors to float
+    rounding, the same rankings as Index.build over the whole corpus."""
+    path = demo_dataset_path()
+    ix = build_index(path, tmp_path / "ix", batch_size=5, progress=False)
+    ref = Index.build(load_corpus(path), progress=False)
+    assert ix.detected == ref.detected and sorted(ix.parts) == sorted(ref.parts)
+    a, b = ix.parts, ref.parts
+    assert a["sparse"].vocab == b["sparse"].vocab
+    assert (a["sparse"].doc_terms != b["sparse"].doc_terms).nnz == 0
+    for key in ("data", "indices", "indptr"):
+        assert np.array_equal(a["sparse"].bm25.scores[key], b["sparse"].bm25.scores[key])
+    assert a["entities"].names == b["entities"].names
+    assert (a["entities"].mentions != b["entities"].mentions).nnz == 0
+    assert (a["entities"].owns != b["entities"].owns).nnz == 0
+    np.testing.assert_allclose(a["dense"].embeddings, b["dense"].embeddings, atol=1e-5)
+    assert not partial_folder(tmp_path / "ix").exists()  # the work folder is gone
+    loaded = Index.load(tmp_path / "ix")
+    assert loaded.corpus.ids == ref.corpus.ids
+    questions = [q.text for q in load_dataset(demo_dataset_path()).questions]
+    for method in ("bm25", "graph", "default"):
+        for q in questions:
+            got = [h.id for h in get_retriever(loaded, method).search(q, k=5)]
+            want = [h.id for h in get_retriever(ref, method).search(q, k=5)]
+            assert got == want, (method, q)
+
+
+def _index_cmd(out: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "hopgraph.cli", "index", str(demo_dataset_path()), "-o", str(out),
+        "--batch-size", "2", "-q", *extra,
+    ]  # fmt: skip
+
+
+def _stop_mid_build(out: Path, sig: int) -> subprocess.CompletedProcess:
+    """Start ``hopgraph index`` and send it ``sig`` once three batches are written."""
+    segments = partial_folder(out) / "segments"
+    proc = subprocess.Popen(_index_cmd(out), stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if segments.exists() and len(list(segments.glob("[0-9]*"))) >= 3:
+            break
+        time.sleep(0.005)
+    assert proc.poll() is None, "the build ended before it could be stopped"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, "", err)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
+def test_build_stopped_by_ctrl_c_then_killed_resumes_to_the_same_index(tmp_path):
+    whole = tmp_path / "whole"
+    subprocess.run(_index_cmd(whole), check=True, capture_output=True)
+
+    out = tmp_path / "ix"
+    stopped = _stop_mid_build(out, signal.SIGINT)  # Ctrl-C
+    assert stopped.returncode == 130 and "--resume" in stopped.stderr
+    assert not out.exists() and partial_folder(out).exists()
+    done = len(list((partial_folder(out) / "segments").glob("[0-9]*")))
+
+    again = subprocess.run(_index_cmd(out), capture_output=True, text=True)
+    assert again.returncode != 0 and "--resume" in again.stderr  # never starts over silently
+
+    resumed = subprocess.Popen(_index_cmd(out, "--resume"), stderr=subprocess.PIPE, text=True)
+    segments = partial_folder(out) / "segments"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and resumed.poll() is None:
+        if len(list(segments.glob("[0-9]*"))) >= done + 2:
+            break
+        time.sleep(0.005)
+    assert resumed.poll() is None
+    resumed.send_signal(signal.SIGKILL)  # no clean-up at all this time
+    resumed.wait(timeout=60)
+    assert not out.exists()
+
+    final = subprocess.run(_index_cmd(out, "--resume"), capture_output=True, text=True)
+    assert final.returncode == 0, final.stderr
+    assert "resuming" in final.stderr
+    assert not partial_folder(out).exists()
+    assert _files(out) == _files(whole)
+    assert _manifest(out) == _manifest(whole)
+    Index.load(out)  # every checksum verified
+
+
+def test_resume_refuses_a_different_plan(tmp_path):
+    out = tmp_path / "ix"
+    with pytest.raises(KeyboardInterrupt):
+        build_index(
+            demo_dataset_path(), out, PARTS, batch_size=4, progress=False,
+            log=_interrupt_at("merging"),
+        )  # fmt: skip
+    with pytest.raises(PartialBuildError, match="batch_size: 4 now 8"):
+        build_index(demo_dataset_path(), out, PARTS, batch_size=8, resume=True, progress=False)
+    ix = build_index(demo_dataset_path(), out, PARTS, batch_size=4, resume=True, progress=False)
+    assert len(ix) == len(load_corpus(demo_dataset_path()))
+
+
+def test_resume_with_nothing_to_resume_builds(tmp_path):
+    lines = []
+    ix = build_index(
+        demo_dataset_path(), tmp_path / "ix", ["sparse"], resume=True, progress=False,
+        log=lines.append,
+    )  # fmt: skip
+    assert any("nothing to resume" in line for line in lines) and len(ix) > 0
+
+
+def test_empty_text_is_refused_before_any_part_is_built(tmp_path):
+    bad = tmp_path / "p.jsonl"
+    bad.write_text('{"id": "a", "text": "fine"}\n{"id": "b", "text": "   "}\n')
+    with pytest.raises(CorpusError):
+        build_index(bad, tmp_path / "ix", ["sparse"], progress=False)
+    assert not (tmp_path / "ix").exists()
+
+
+def _interrupt_at(stage: str):
+    def log(line: str) -> None:
+        if line.startswith(stage):
+            raise KeyboardInterrupt
+
+    return log
+
+
+def test_small_corpus_in_one_batch_matches_many(tmp_path):
+    one = build_index(demo_dataset_path(), tmp_path / "a", PARTS, batch_size=10_000, progress=False)
+    many = build_index(demo_dataset_path(), tmp_path / "b", PARTS, batch_size=3, progress=False)
+    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    assert one.corpus.ids == many.corpus.ids
