@@ -338,22 +338,39 @@ def method_specs(methods: list[str], sets: dict[str, str], preset: dict | None =
 @click.option("--pool-by", default=None, help=POOL_HELP)
 @click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
 @click.option("--index-dir", default=None, help="index cache folder (or $HOPGRAPH_CACHE)")
+@click.option(
+    "--index", "prebuilt", type=click.Path(), default=None,
+    help="evaluate against this prebuilt index (hopgraph index), no build; it must hold "
+    "DATASET's gold passages under the same ids",
+)  # fmt: skip
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
 def eval_cmd(
     dataset, methods, sets, index_sets_cli, preset, ks, depth, limit, json_out, per_query, split,
-    include_incomplete, pool_by, data_dir, index_dir, quiet,
+    include_incomplete, pool_by, data_dir, index_dir, prebuilt, quiet,
 ) -> None:  # fmt: skip
-    """Evaluate methods on DATASET (unified-layout or BEIR folder, or a name under --data-dir)."""
+    """Evaluate methods on DATASET (unified-layout or BEIR folder, or a name under --data-dir).
+
+    With --index, the questions are searched in that prebuilt index instead of one built over
+    DATASET's corpus: a larger corpus holding DATASET's passages with their ids (such as a
+    scale corpus from benchmarks/scale.py); the index's parts are used as they are."""
     from hopgraph.corpus import load_dataset
     from hopgraph.eval import evaluate, required_parts
-    from hopgraph.eval.report import markdown_table, per_query_table, write_json
 
+    if prebuilt is not None:
+        _check_prebuilt_options(pool_by, index_sets_cli, preset, index_dir)
     path = _resolve_dataset(dataset, data_dir)
     ds = load_dataset(path, split=split, include_incomplete=include_incomplete)
     from hopgraph.presets import load_preset
 
     chosen = load_preset(preset) if preset else None
     specs = method_specs(_csv(methods), parse_assignments(sets), chosen)
+    if prebuilt is not None:
+        for reason, n in ds.skipped.items():
+            click.echo(f"skipped {n} questions of {ds.name} ({reason})", err=True)
+        index = _load_prebuilt(prebuilt, ds, specs, limit)
+        results = evaluate(index, ds, specs, ks=ks, depth=depth, limit=limit, progress=not quiet)
+        _report(results, ks, per_query, json_out)
+        return
     if chosen:  # preset index options first, --index-set after (so it wins)
         index_sets = [
             f"{p}.{k}={v}" for p, o in chosen.get("index", {}).items() for k, v in o.items()
@@ -392,12 +409,69 @@ def eval_cmd(
             ds, path, required_parts(specs), options, index_dir, not quiet, detected=detected
         )
         results = evaluate(index, ds, specs, ks=ks, depth=depth, limit=limit, progress=not quiet)
+    _report(results, ks, per_query, json_out)
+
+
+def _report(results, ks, per_query: bool, json_out: str | None) -> None:  # noqa: ANN001
+    from hopgraph.eval.report import markdown_table, per_query_table, write_json
+
     click.echo(markdown_table(results, ks))
     if per_query:
         click.echo("\n" + per_query_table(results))
     if json_out:
         write_json(results, json_out, per_query=per_query)
         click.echo(f"wrote {json_out}", err=True)
+
+
+def _check_prebuilt_options(pool_by, index_sets, preset, index_dir) -> None:  # noqa: ANN001
+    """``eval --index`` uses the index as built: options that build or pick indexes are refused."""
+    clash = [
+        name
+        for name, given in (
+            ("--pool-by (one index built per pool)", pool_by),
+            ("--index-set (options of parts to build)", index_sets),
+            ("--preset (its index options are applied when the index is built)", preset),
+            ("--index-dir (the cache of indexes eval builds)", index_dir),
+        )
+        if given
+    ]
+    if clash:
+        raise click.UsageError(
+            f"--index evaluates a prebuilt index as it is; it cannot be combined with "
+            f"{'; '.join(clash)}. Build the index with the part options you want (hopgraph "
+            f"index CORPUS -o INDEX_DIR --set part.option=value) and give method parameters "
+            f"with --set"
+        )
+
+
+def _load_prebuilt(folder: str, ds, specs, limit: int | None):  # noqa: ANN001, ANN202
+    """Load ``folder`` (timed, to stderr), check it has every method's parts and the
+    dataset's gold passages; the index."""
+    from hopgraph.eval.prebuilt import check_gold_in_index
+    from hopgraph.index import Index
+    from hopgraph.index.store import missing_parts_message
+    from hopgraph.retrieve.base import method_parts
+
+    t0 = time.perf_counter()
+    index = Index.load(folder)
+    secs = time.perf_counter() - t0
+    click.echo(
+        f"loaded index {index.path} ({len(index)} passages; parts: {', '.join(index.parts)}) "
+        f"in {secs:.2f}s",
+        err=True,
+    )
+    for spec in specs:
+        missing = index.missing(method_parts(spec.method, spec.params))
+        if missing:
+            raise ConfigError(missing_parts_message(index, missing, spec.method))
+    questions = ds.questions[:limit] if limit else ds.questions
+    n_gold = check_gold_in_index(index, ds, questions)
+    click.echo(
+        f"{ds.name}: {len(questions)} questions, their {n_gold} gold passages found in the "
+        f"index with the same titles",
+        err=True,
+    )
+    return index
 
 
 def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bool, detected=None):
