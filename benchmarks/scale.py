@@ -1,7 +1,19 @@
-"""Retrieval at scale: a deterministic N-passage corpus in the unified layout.
+"""Retrieval at scale: a deterministic N-passage corpus, its index, and what they cost.
 
     python benchmarks/scale.py corpus --dataset 2wikimultihopqa --n 100000 --out DIR \
         [--data-dir ../shared/data] [--seed 0] [--overwrite]
+    python benchmarks/scale.py run --dataset 2wikimultihopqa --n 100000 --work WORK \
+        [--data-dir ../shared/data] [--methods bm25,dense,default] [--set dense.precision=int8]
+    python benchmarks/scale.py plot     # docs/img/scale.png from benchmarks/results/scale.json
+
+``run`` makes the corpus in ``WORK/<dataset>-<n>/corpus`` (unless there), builds its index with
+``hopgraph index --resume`` into ``WORK/<dataset>-<n>/index`` (a stopped run continues where
+it stopped: run the same command again), then measures, each step in its own process: build
+seconds and passages/s per part, the build's peak RSS, disk bytes per passage (beyond the
+passages' text, vectors included), load seconds and RSS after loading and after the first
+query of each method, and ``hopgraph eval --index`` (recall, p50/p95 per method) against the
+same questions on their own pool. Results go to ``benchmarks/results/scale.json`` under
+``<dataset>-<n>``.
 
 ``corpus`` writes ``DIR/corpus.jsonl`` (``{"idx", "title", "text"}``, idx = line number),
 ``DIR/questions.jsonl`` (the dataset's questions, copied unchanged) and ``DIR/scale.json`` (what
@@ -33,6 +45,7 @@ import os
 import random
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -363,6 +376,180 @@ def corpus_cmd(args: argparse.Namespace) -> None:
     print(f"  sha256 {info['sha256']}")
 
 
+# --------------------------------------------------------------------------- run: build + measure
+RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
+PLOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "scale.png"
+_MEASURED = """
+import json, resource, subprocess, sys, time
+t0 = time.perf_counter()
+rc = subprocess.run(sys.argv[1:]).returncode
+print(json.dumps({"rc": rc, "seconds": time.perf_counter() - t0,
+    "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+"""
+_LOADED = """
+import json, sys, time
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+t0 = time.perf_counter()
+from hopgraph.index import Index
+from hopgraph.retrieve import get_retriever
+index = Index.load(sys.argv[1])
+out = {"load_seconds": time.perf_counter() - t0, "rss_loaded_mb": rss()}
+for method in sys.argv[3].split(","):
+    get_retriever(index, method).search(sys.argv[2], k=10)
+    out[f"rss_after_{method}_mb"] = rss()
+print(json.dumps(out))
+"""
+
+
+def _measured(cmd: list[str]) -> dict[str, Any]:
+    """Run ``cmd`` in a fresh process; its wall seconds and peak RSS (its own children's)."""
+    r = subprocess.run(
+        [sys.executable, "-c", _MEASURED, *cmd], stdout=subprocess.PIPE, text=True, check=False
+    )
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    if out["rc"] != 0:
+        raise SystemExit(f"failed ({out['rc']}): {' '.join(cmd)}")
+    return out
+
+
+def _hopgraph(*args: str) -> list[str]:
+    return [sys.executable, "-m", "hopgraph.cli", *args]
+
+
+def machine() -> dict[str, Any]:
+    """CPU model and the flags that decide encoder speed, cores, memory."""
+    info: dict[str, Any] = {"cores": os.cpu_count()}
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        model = re.search(r"model name\s*:\s*(.+)", text)
+        flags = set(re.search(r"flags\s*:\s*(.+)", text).group(1).split())  # type: ignore[union-attr]
+        info["cpu"] = model.group(1).strip() if model else ""
+        info["flags"] = sorted(
+            f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags
+        )
+        mem = re.search(r"MemTotal:\s*(\d+)", Path("/proc/meminfo").read_text())
+        info["mem_gb"] = round(int(mem.group(1)) / 2**20, 1) if mem else None
+    except (OSError, AttributeError):
+        pass
+    return info
+
+
+def disk_usage(index_dir: Path, n: int) -> dict[str, Any]:
+    """Bytes per passage: all files but passages.jsonl (the text), per part, and vectors."""
+    per_part: dict[str, int] = {}
+    for f in (index_dir / "parts").rglob("*"):
+        if f.is_file():
+            part = f.relative_to(index_dir / "parts").parts[0]
+            per_part[part] = per_part.get(part, 0) + f.stat().st_size
+    other = sum(
+        f.stat().st_size for f in index_dir.iterdir() if f.is_file() and f.name != "passages.jsonl"
+    )
+    total = sum(per_part.values()) + other
+    return {
+        "bytes_per_passage": round(total / n, 1),
+        "text_bytes_per_passage": round((index_dir / "passages.jsonl").stat().st_size / n, 1),
+        "by_part": {k: round(v / n, 1) for k, v in sorted(per_part.items())},
+    }
+
+
+def _eval(dataset: str, data_dir: str, methods: str, index: Path | None, tmp: Path) -> dict:
+    out = tmp / f"eval-{'index' if index else 'pool'}.json"
+    cmd = _hopgraph("eval", dataset, "--data-dir", data_dir, "--method", methods, "-q")
+    cmd += ["--json", str(out)] + (["--index", str(index)] if index else [])
+    _measured(cmd)
+    rows = json.loads(out.read_text())
+    rows = rows if isinstance(rows, list) else [rows]
+    keys = ("recall@5", "recall@10", "latency_ms_p50", "latency_ms_p95")
+    return {r["base_method"]: {k: round(r[k], 4) for k in keys} for r in rows}
+
+
+def run_cmd(args: argparse.Namespace) -> None:
+    data_dir = args.data_dir or os.environ.get("HOPGRAPH_DATA")
+    if not data_dir:
+        raise SystemExit("error: give --data-dir or set HOPGRAPH_DATA")
+    key = f"{args.dataset}-{args.n}"
+    root = Path(args.work).resolve() / key
+    corpus, index = root / "corpus", root / "index"
+    if not (corpus / "scale.json").exists():
+        make_corpus(args.dataset, args.n, corpus, data_dir, args.seed, progress=True)
+    result: dict[str, Any] = {"dataset": args.dataset, "n": args.n, "machine": machine()}
+    result["index_options"] = list(args.sets)
+    if not (index / "manifest.json").exists():
+        cmd = _hopgraph("index", str(corpus), "-o", str(index), "--resume")
+        cmd += ["--batch-size", str(args.batch_size)]
+        for s in args.sets:
+            cmd += ["--set", s]
+        build = _measured(cmd)
+        result["build"] = {
+            "wall_seconds": round(build["seconds"], 1),
+            "peak_rss_mb": round(build["peak_rss_mb"]),
+        }
+        (root / "build.json").write_text(json.dumps(result["build"]))
+    elif (root / "build.json").exists():
+        result["build"] = json.loads((root / "build.json").read_text())
+    manifest = json.loads((index / "manifest.json").read_text())
+    parts = {
+        name: {
+            "seconds": round(meta["build_seconds"], 1),
+            "passages_per_second": round(args.n / max(meta["build_seconds"], 1e-9), 1),
+            "options": meta["options"],
+        }
+        for name, meta in manifest["parts"].items()
+    }
+    result.setdefault("build", {})["parts"] = parts
+    result["disk"] = disk_usage(index, args.n)
+    questions = [json.loads(line)["question"] for line in open(corpus / "questions.jsonl")]
+    r = subprocess.run(
+        [sys.executable, "-c", _LOADED, str(index), questions[0], args.methods],
+        stdout=subprocess.PIPE, text=True, check=True,
+    )  # fmt: skip
+    result["load"] = {k: round(v, 2) for k, v in json.loads(r.stdout).items()}
+    result["eval"] = _eval(args.dataset, data_dir, args.methods, index, root)
+    result["eval_pool"] = _eval(args.dataset, data_dir, args.methods, None, root)
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    results[key] = result
+    RESULTS.write_text(json.dumps(dict(sorted(results.items())), indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+def plot_cmd(args: argparse.Namespace) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = json.loads(RESULTS.read_text())
+    by_set: dict[str, list[dict[str, Any]]] = {}
+    for r in results.values():
+        by_set.setdefault(r["dataset"], []).append(r)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    for name, rows in sorted(by_set.items()):
+        rows.sort(key=lambda r: r["n"])
+        ns = [r["n"] for r in rows]
+        axes[0].plot(ns, [r["build"]["wall_seconds"] / 60 for r in rows], "o-", label=name)
+        axes[1].plot(ns, [r["build"]["peak_rss_mb"] / 1024 for r in rows], "o-", label="build")
+        axes[1].plot(ns, [r["load"]["rss_loaded_mb"] / 1024 for r in rows], "s--", label="loaded")
+        for method in rows[0]["eval"]:
+            axes[2].plot(
+                ns, [r["eval"][method]["latency_ms_p50"] for r in rows], "o-", label=method
+            )
+    titles = ("build, minutes", "peak RSS, GB", "query p50, ms")
+    for ax, title in zip(axes, titles, strict=True):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("passages")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    PLOT.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(PLOT, dpi=110)
+    print(f"wrote {PLOT}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -375,6 +562,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     c.add_argument("--overwrite", action="store_true", help="replace an existing corpus.jsonl")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     c.set_defaults(func=corpus_cmd)
+    r = sub.add_parser("run", help="make the corpus, build its index (resumable), measure it")
+    r.add_argument("--dataset", required=True, help="the set whose pool and questions are kept")
+    r.add_argument("--n", type=int, required=True, help="passages in the corpus")
+    r.add_argument(
+        "--work", required=True, help="folder for corpora and indexes (outside the repo)"
+    )
+    r.add_argument("--data-dir", default=None, help="shared data folder (or $HOPGRAPH_DATA)")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--methods", default="bm25,dense,default", help="methods to evaluate")
+    r.add_argument("--batch-size", type=int, default=10_000, help="hopgraph index --batch-size")
+    r.add_argument("--set", dest="sets", action="append", default=[], help="index part option")
+    r.set_defaults(func=run_cmd)
+    pl = sub.add_parser("plot", help="draw docs/img/scale.png from benchmarks/results/scale.json")
+    pl.set_defaults(func=plot_cmd)
     args = ap.parse_args(argv)
     args.func(args)
 

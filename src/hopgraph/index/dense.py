@@ -97,7 +97,9 @@ class DensePart(IndexPart):
     segmentable = True
 
     @classmethod
-    def write_segment(cls, passages: Corpus, options: DenseOptions, folder: Path) -> None:
+    def write_segment(
+        cls, passages: Corpus, options: DenseOptions, folder: Path, context: Any = None
+    ) -> None:
         """The unit vectors of ``passages`` (the encoder is the per-passage work)."""
         emb = load_embedder(
             options.model,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hopgraph.config import in_unit_interval, option, positive
-from hopgraph.corpus import Corpus
+from hopgraph.corpus import Corpus, Passage
 from hopgraph.errors import NotUpdatableError
 from hopgraph.graph.bipartite import BipartiteGraph, build_bipartite
 from hopgraph.index.part import (
@@ -108,13 +109,26 @@ class EntityPart(IndexPart):
     segmentable = True
 
     @classmethod
-    def write_segment(cls, passages: Corpus, options: EntityOptions, folder: Path) -> None:
-        """The NER mentions of ``passages``, normalised (before aliasing and filtering)."""
+    def segment_context(cls, corpus: Corpus, options: EntityOptions) -> Any:
+        """The title aliases (from every title), which each batch looks for in its texts."""
+        o = options
+        if o.title_aliases and o.alias_mentions:
+            return title_alias_map(corpus, o.normalize)
+        return None
+
+    @classmethod
+    def write_segment(
+        cls, passages: Corpus, options: EntityOptions, folder: Path, context: Any = None
+    ) -> None:
+        """The NER mentions of ``passages``, normalised (before aliasing and filtering), and
+        the title aliases found in their texts (``context``: the aliases of the whole corpus)."""
         o = options
         extractor = make_extractor(o.ner, spacy_model=o.spacy_model, n_process=o.n_process)
         raw = extractor.extract([p.content for p in passages])
         counts, keys = raw_mentions(raw, o.normalize)
         save_records(folder, "raw", counts, keys)
+        if context is not None:
+            save_records(folder, "found", *alias_records(passages, context, o.normalize))
 
     @classmethod
     def from_segments(
@@ -128,14 +142,24 @@ class EntityPart(IndexPart):
     ) -> EntityPart:
         """Aliases, frequencies and filters over the merged mentions of all batches."""
         raw, keys = merge_records(load_records(f, "raw") for f in folders)
-        return cls.assemble(corpus, options, raw, keys)
+        found = None
+        if cls.segment_context(corpus, options) is not None:
+            found = merge_records(load_records(f, "found") for f in folders)
+        return cls.assemble(corpus, options, raw, keys, found=found)
 
     @classmethod
     def assemble(
-        cls, corpus: Corpus, options: EntityOptions, raw: sp.csr_matrix, raw_keys: list[str]
+        cls,
+        corpus: Corpus,
+        options: EntityOptions,
+        raw: sp.csr_matrix,
+        raw_keys: list[str],
+        *,
+        found: tuple[sp.csr_matrix, list[str]] | None = None,
     ) -> EntityPart:
         """The part from each passage's normalised mentions (``raw[d, j]``: mentions of
-        ``raw_keys[j]`` in passage d), before aliasing and filtering.
+        ``raw_keys[j]`` in passage d), before aliasing and filtering. ``found``: the title
+        aliases in each passage's text (:func:`alias_records`; looked for here when not given).
 
         Title aliases, own pages, document frequencies and the filters depend on the whole
         corpus, so they are computed here from the per-passage mentions; building and live
@@ -156,11 +180,13 @@ class EntityPart(IndexPart):
                 if own:
                     own_rows.append(i)
                     own_cols.append(keys.setdefault(own, len(keys)))
-        found_rows: list[int] = []
-        found_cols: list[int] = []
+        found_matrix = None
         if aliases and o.alias_mentions:  # title aliases found in the texts, whatever the NER saw
-            found_rows, found_keys = alias_spans(corpus, aliases, o.normalize)
-            found_cols = [keys.setdefault(k, len(keys)) for k in found_keys]
+            if found is None:
+                found = alias_records(corpus, aliases, o.normalize)
+            fm = sp.csr_matrix(found[0])
+            fcols = np.asarray([keys.setdefault(k, len(keys)) for k in found[1]], np.int64)
+            found_matrix = (fm.data.astype(np.float32), fcols[fm.indices], fm.indptr)
         raw = sp.csr_matrix(raw)
         rows = np.concatenate([np.repeat(np.arange(n), np.diff(raw.indptr)), own_rows])
         cols = np.concatenate([to_col[raw.indices], np.asarray(own_cols, np.int64)])
@@ -169,13 +195,11 @@ class EntityPart(IndexPart):
             (vals, (rows.astype(np.int64), cols.astype(np.int64))), shape=(n, len(keys))
         )
         counts.sum_duplicates()
-        if found_rows:  # a mention the NER saw too is not counted twice
-            found = sp.csr_matrix(
-                (np.ones(len(found_rows), np.float32), (found_rows, found_cols)),
-                shape=(n, len(keys)),
+        if found_matrix is not None and len(found_matrix[0]):
+            # a mention the NER saw too is not counted twice
+            counts = sp.csr_matrix(
+                counts.maximum(sp.csr_matrix(found_matrix, shape=(n, len(keys))))
             )
-            found.sum_duplicates()
-            counts = sp.csr_matrix(counts.maximum(found))
         df = np.bincount(counts.indices, minlength=len(keys))
         names_all = list(keys)
         lengths = np.fromiter((len(e) for e in names_all), dtype=np.int64, count=len(names_all))
@@ -358,7 +382,26 @@ def title_alias_map(corpus: Corpus, mode: str) -> dict[str, str]:
     return out
 
 
-def alias_spans(corpus: Corpus, aliases: dict[str, str], mode: str) -> tuple[list[int], list[str]]:
+def alias_records(
+    passages: Corpus, aliases: dict[str, str], mode: str
+) -> tuple[sp.csr_matrix, list[str]]:
+    """How often each title alias (of two or more words) occurs in each passage's text, as a
+    (passages × keys) count matrix and its keys (see :func:`alias_spans`)."""
+    rows, found = alias_spans(passages, aliases, mode)
+    ids: dict[str, int] = {}
+    cols = [ids.setdefault(k, len(ids)) for k in found]
+    n = len(passages)
+    m = sp.csr_matrix(
+        (np.ones(len(rows), np.float32), (np.asarray(rows, np.int64), np.asarray(cols, np.int64))),
+        shape=(n, len(ids)),
+    )
+    m.sum_duplicates()
+    return m, list(ids)
+
+
+def alias_spans(
+    corpus: Iterable[Passage], aliases: dict[str, str], mode: str
+) -> tuple[list[int], list[str]]:
     """Every occurrence of a title alias of two or more words in each passage's text, starting
     with a capital or a digit: ``(rows, canonical entities)``, one pair per occurrence. The text
     is split and normalised like the aliases and scanned word by word against the aliases

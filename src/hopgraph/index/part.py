@@ -150,9 +150,17 @@ class IndexPart(ABC):
     segmentable: ClassVar[bool] = False
 
     @classmethod
-    def write_segment(cls, passages: Corpus, options: Any, folder: Path) -> None:
+    def segment_context(cls, corpus: Corpus, options: Any) -> Any:
+        """What every batch needs from the whole corpus (computed once, given to
+        :meth:`write_segment`; the entities part's title aliases). None by default."""
+        return None
+
+    @classmethod
+    def write_segment(
+        cls, passages: Corpus, options: Any, folder: Path, context: Any = None
+    ) -> None:
         """Do the per-passage work for ``passages`` (one batch) and write it into ``folder``
-        (which exists and is empty)."""
+        (which exists and is empty); ``context`` is :meth:`segment_context`'s."""
         raise NotImplementedError(f"the {cls.name!r} part is not built in segments")
 
     @classmethod

@@ -102,7 +102,9 @@ class SparsePart(IndexPart):
     segmentable = True
 
     @classmethod
-    def write_segment(cls, passages: Corpus, options: SparseOptions, folder: Path) -> None:
+    def write_segment(
+        cls, passages: Corpus, options: SparseOptions, folder: Path, context: Any = None
+    ) -> None:
         """The document–term counts of ``passages`` (the tokeniser is the per-passage work)."""
         tok = Tokenizer(options.stemmer, options.stopwords)
         counts, terms = _count_terms(tok, [p.content for p in passages], False)

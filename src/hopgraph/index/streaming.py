@@ -218,6 +218,9 @@ def _segments_stage(
     n = len(corpus)
     folders = _segment_folders(work, n, batch_size)
     done = [f for f in folders if f.exists()]
+    contexts = {}
+    if len(done) < len(folders):  # what each batch needs from the whole corpus (aliases)
+        contexts = {name: classes[name].segment_context(corpus, options[name]) for name in names}
     bar = tqdm(
         total=n,
         initial=sum(_segment_rows(f) for f in done),
@@ -239,7 +242,7 @@ def _segments_stage(
                 (tmp / name).mkdir()
                 bar.set_postfix_str(name, refresh=False)
                 t0 = time.perf_counter()
-                classes[name].write_segment(batch, options[name], tmp / name)
+                classes[name].write_segment(batch, options[name], tmp / name, contexts[name])
                 secs[name] = time.perf_counter() - t0
             _write_synced(tmp / "segment.json", json.dumps({"rows": [lo, hi], "seconds": secs}))
             for f in tmp.rglob("*"):
