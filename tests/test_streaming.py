@@ -207,3 +207,18 @@ def test_small_corpus_in_one_batch_matches_many(tmp_path):
     many = build_index(demo_dataset_path(), tmp_path / "b", PARTS, batch_size=3, progress=False)
     assert _files(tmp_path / "a") == _files(tmp_path / "b")
     assert one.corpus.ids == many.corpus.ids
+
+
+def test_a_loaded_index_reads_its_own_passages_after_the_folder_is_replaced(tmp_path):
+    """Passages are read on demand from the file the index was loaded from: saving another
+    index over the folder does not change what an index loaded before reads."""
+    from hopgraph.corpus import Corpus, Passage
+
+    first = Corpus([Passage(f"a{i}", f"Alpha {i}", f"alpha text {i}") for i in range(5)])
+    second = Corpus([Passage(f"b{i}", f"Beta {i}", f"beta text number {i}") for i in range(7)])
+    Index.build(first, ["sparse"], progress=False).save(tmp_path / "ix")
+    loaded = Index.load(tmp_path / "ix")
+    assert isinstance(loaded.corpus, FileCorpus)
+    Index.build(second, ["sparse"], progress=False).save(tmp_path / "ix")
+    assert list(loaded.corpus) == list(first) and loaded.corpus[4] == first[4]
+    assert list(Index.load(tmp_path / "ix").corpus) == list(second)

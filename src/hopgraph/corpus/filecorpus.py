@@ -3,7 +3,9 @@
 A million :class:`Passage` objects take about 2.8 GB of memory; the same passages as a
 ``passages.jsonl`` file with a table of line offsets take the file (left to the page cache) and
 8 bytes a passage, plus the id → row table. Iterating streams the file; ``corpus[i]`` reads one
-line (``os.pread``: no shared file position, so threads may read at once).
+line (``os.pread``: no shared file position, so threads may read at once). The file is opened
+once, when the corpus is made: if the file is replaced later, this corpus goes on reading the
+one it opened.
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ class FileCorpus(Corpus):
     ):
         self.path = Path(path)
         self.source = source if source is not None else self.path.parent
+        # opened now: a folder replaced later (a new generation of the index) leaves this
+        # corpus reading the file it was opened on
+        self._fd: int | None = os.open(self.path, os.O_RDONLY)
         self._offsets = line_offsets(self.path) if offsets is None else np.asarray(offsets)
         if ids is None:
             ids = [p.id for p in self]
@@ -76,11 +81,14 @@ class FileCorpus(Corpus):
         for i, pid in enumerate(ids):
             if self._pos.setdefault(pid, i) != i:
                 raise CorpusError(f"duplicate passage id {pid!r}", self.source)
-        self._fd: int | None = None
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Byte offset of each passage's line, and the end of the file."""
+        return self._offsets
 
     def _read(self, start: int, stop: int) -> bytes:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDONLY)
+        assert self._fd is not None
         lo, hi = int(self._offsets[start]), int(self._offsets[stop])
         return os.pread(self._fd, hi - lo, lo)
 
@@ -103,9 +111,9 @@ class FileCorpus(Corpus):
         return passage_from_line(self._read(i, i + 1))
 
     def __iter__(self) -> Iterator[Passage]:
-        with open(self.path, "rb") as f:
-            for line in f:
-                yield passage_from_line(line)
+        step = 4096
+        for start in range(0, len(self), step):
+            yield from self[start : start + step]
 
     def get(self, pid: str) -> Passage:
         return self[self.position(pid)]

@@ -25,7 +25,7 @@ import numpy as np
 from hopgraph.atomic import recover_folder, replace_folder
 from hopgraph.config import make_options
 from hopgraph.corpus import Corpus, Passage
-from hopgraph.corpus.filecorpus import FileCorpus, passage_line
+from hopgraph.corpus.filecorpus import FileCorpus, write_passages
 from hopgraph.errors import (
     ConfigError,
     DuplicateIdError,
@@ -45,6 +45,9 @@ from hopgraph.index.manifest import (
 from hopgraph.index.part import Change, IndexPart, available_parts, part_class
 
 PartOptions = dict[str, dict[str, Any]]
+PASSAGES = "passages.jsonl"
+OFFSETS = "passages.offsets.npy"
+IDS = "passages.ids.json"
 
 
 def split_part_options(flat: dict[str, Any]) -> PartOptions:
@@ -181,7 +184,7 @@ class Index:
             raise DuplicateIdError(dup)
         gone = {self.corpus.position(i) for i in delete}
         keep = np.asarray([r for r in range(len(self.corpus)) if r not in gone], dtype=np.int64)
-        passages = [self.corpus[int(r)] for r in keep] + add
+        passages = [p for r, p in enumerate(self.corpus) if r not in gone] + add
         if not passages:
             raise UpdateError("the update would leave the index empty; keep at least one passage")
         corpus = Corpus(passages, source=self.corpus.source)
@@ -260,11 +263,14 @@ class Index:
         path = Path(path).resolve()
         with replace_folder(path) as tmp:
             if isinstance(self.corpus, FileCorpus):  # already the file this folder keeps
-                shutil.copyfile(self.corpus.path, tmp / "passages.jsonl")
+                shutil.copyfile(self.corpus.path, tmp / PASSAGES)
+                offsets, ids = self.corpus.offsets, self.corpus.ids
             else:
-                with open(tmp / "passages.jsonl", "wb") as f:
-                    for p in self.corpus:
-                        f.write(passage_line(p))
+                offsets, ids = write_passages(self.corpus, tmp / PASSAGES)
+            # where each passage's line starts, and its id: a loaded index reads passages on
+            # demand (FileCorpus) instead of holding them
+            np.save(tmp / OFFSETS, offsets)
+            (tmp / IDS).write_text(json.dumps(ids, ensure_ascii=False), encoding="utf-8")
             for name, part in self.parts.items():
                 folder = tmp / "parts" / name
                 folder.mkdir(parents=True)
@@ -293,7 +299,7 @@ class Index:
         digest = manifest_digest(root)
         manifest = read_manifest(root)
         verify_files(root, manifest, checksums=verify)
-        corpus = _read_passages(root / "passages.jsonl")
+        corpus = _read_passages(root)
         if len(corpus) != manifest["corpus"]["passages"]:
             raise IndexError_(f"{root}: passages.jsonl does not match the manifest; rebuild")
         index = cls(corpus)
@@ -365,13 +371,15 @@ def dependency_order(names: list[str], options: PartOptions) -> list[str]:
     return order
 
 
-def _read_passages(path: Path) -> Corpus:
-    passages = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            d = json.loads(line)
-            passages.append(Passage(d["id"], d["title"], d["text"], d.get("metadata") or {}))
-    return Corpus(passages, source=path.parent)
+def _read_passages(root: Path) -> FileCorpus:
+    """The passages of an index folder, read on demand (an index saved before the offsets and
+    ids were kept has them computed from passages.jsonl)."""
+    path = root / PASSAGES
+    if (root / OFFSETS).exists() and (root / IDS).exists():
+        offsets = np.load(root / OFFSETS)
+        ids = json.loads((root / IDS).read_text(encoding="utf-8"))
+        return FileCorpus(path, offsets, ids, source=root)
+    return FileCorpus(path, source=root)
 
 
 def _write_synced(path: Path, text: str) -> None:

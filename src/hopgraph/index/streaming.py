@@ -11,7 +11,9 @@
    under a temporary name and renamed when complete, so it is there whole or not at all.
 3. **merge**: each part assembles its global structures (vocabulary, BM25 weights, aliases,
    document frequencies) from the segments, exactly as a build over the whole corpus would;
-   parts that are not built in segments are then built from the merged ones; the index is
+   parts that are not built in segments are then built from the merged ones. Each merged part
+   is saved to ``merged/<part>/`` at once and read back memory-mapped, so the next merge has
+   the memory to itself (and a build stopped here resumes at the next part). The index is
    saved to ``out`` (atomically) and the partial folder removed.
 
 A build killed at any point (Ctrl-C, SIGKILL, a power cut) resumes with ``resume=True``
@@ -121,28 +123,46 @@ def build_index(
     index.detected = detected
     for name in order:
         cls = classes[name]
-        deps = {d: index.parts[d] for d in cls.requires_for(built_opts[name])}
-        t0 = time.perf_counter()
-        if name in streamed:
-            say(f"merging the {name} segments")
-            part = cls.from_segments(
-                corpus, built_opts[name], [f / name for f in folders], deps, progress=progress
-            )
-        else:
-            say(f"building the {name} part")
-            part = cls.build_from(corpus, built_opts[name], deps, progress=progress)
-        index.parts[name] = part
-        index.build_seconds[name] = round(seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
+        merged = work / "merged" / name
+        if not merged.exists():  # each part once: a build stopped here resumes at the next
+            deps = {d: index.parts[d] for d in cls.requires_for(built_opts[name])}
+            t0 = time.perf_counter()
+            if name in streamed:
+                say(f"merging the {name} segments")
+                segs = [f / name for f in folders]
+                part = cls.from_segments(corpus, built_opts[name], segs, deps, progress=progress)
+            else:
+                say(f"building the {name} part")
+                part = cls.build_from(corpus, built_opts[name], deps, progress=progress)
+            secs = seconds.get(name, 0.0) + time.perf_counter() - t0
+            _save_merged(part, merged, secs)
+            del part
+        # read back memory-mapped: the parts merged so far take no memory from the next merge
+        index.parts[name] = cls.load(merged, built_opts[name], mmap=True)
+        meta = json.loads((merged.parent / f"{name}.json").read_text())
+        index.build_seconds[name] = round(meta["build_seconds"], 3)
     say(f"writing {out}")
     index.save(out)
-    offsets, ids = corpus._offsets, corpus.ids
-    index.corpus = FileCorpus(out / "passages.jsonl", offsets, ids, source=corpus.source)
+    index.corpus = FileCorpus(out / "passages.jsonl", corpus.offsets, corpus.ids, source=out)
     shutil.rmtree(work)
     say(f"built {len(corpus)} passages in {time.perf_counter() - t_start:.1f}s")
     return index
 
 
 # -- stages ---------------------------------------------------------------------------------
+def _save_merged(part: Any, folder: Path, seconds: float) -> None:
+    tmp = folder.with_name(f".{folder.name}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    part.save(tmp)
+    for f in tmp.rglob("*"):
+        if f.is_file():
+            _fsync(f)
+    _write_synced(folder.with_name(f"{folder.name}.json"), json.dumps({"build_seconds": seconds}))
+    os.replace(tmp, folder)  # the part is complete
+
+
 def _open_work(work: Path, plan: dict[str, Any], resume: bool, say: Any) -> None:
     plan_file = work / "plan.json"
     if work.exists():

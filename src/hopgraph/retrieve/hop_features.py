@@ -357,13 +357,31 @@ def _words(text: str) -> list[str]:
 
 
 _TITLE_WORDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_TITLE_CACHE = 1 << 17  # rows whose title words are kept (the candidates of many queries)
 
 
-def title_words(corpus: Any) -> list[list[str]]:
-    """Every passage title as lowercase words (computed once per corpus)."""
+class _TitleWords:
+    """Each passage's title as lowercase words, computed when a row is first asked for: a
+    query looks at a few hundred candidates, and the corpus may be read from disk."""
+
+    def __init__(self, corpus: Any):
+        self.corpus = corpus
+        self.cache: dict[int, list[str]] = {}
+
+    def __getitem__(self, row: int) -> list[str]:
+        words = self.cache.get(row)
+        if words is None:
+            if len(self.cache) >= _TITLE_CACHE:
+                self.cache.clear()
+            words = self.cache[row] = _words(self.corpus[row].title)
+        return words
+
+
+def title_words(corpus: Any) -> _TitleWords:
+    """Every passage title as lowercase words, by row (one accessor per corpus)."""
     words = _TITLE_WORDS.get(corpus)
     if words is None:
-        words = _TITLE_WORDS[corpus] = [_words(p.title) for p in corpus]
+        words = _TITLE_WORDS[corpus] = _TitleWords(corpus)
     return words
 
 
