@@ -1,8 +1,11 @@
-"""The ``dense`` part: one unit-length embedding per passage, exact search, optional HNSW.
+"""The ``dense`` part: one unit-length embedding per passage, exact and approximate search.
 
-Embeddings are a plain ``embeddings.npy`` (float32, memory-mapped on load); exact search is a
-matrix–vector product, fast enough up to ~10^5 passages. ``hnsw=true`` also builds an hnswlib
-graph (inner product; M, efConstruction as options, efSearch per query).
+Embeddings are a plain ``embeddings.npy`` (memory-mapped on load); exact search is a
+matrix–vector product, fast enough up to ~10^5 passages. From ``ann_min_passages`` passages on
+(``ann=auto``) the part also builds an HNSW graph with usearch (int8 copy of the vectors, mmapped:
+see :mod:`hopgraph.index.ann`) and keeps the vectors as float16 (``vectors=auto``), which halves
+their disk and page-cache cost; cosines are always computed in float32. ``hnsw=true`` builds the
+older hnswlib graph instead (kept for indexes that have one).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import numpy as np
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError
+from hopgraph.index.ann import FILE as ANN_FILE
+from hopgraph.index.ann import AnnIndex
 from hopgraph.index.part import Change, IndexPart, register_part
 from hopgraph.models.embedder import (
     BACKENDS,
@@ -43,13 +48,40 @@ class DenseOptions:
     )
     batch_size: int = option(16, "passages per encoder batch")
     max_seq_length: int = option(256, "encoder truncation length in tokens")
-    hnsw: bool = option(False, "also build an HNSW graph for approximate search")
-    hnsw_m: int = option(32, "HNSW M (links per node)")
-    hnsw_ef_construction: int = option(200, "HNSW efConstruction")
+    ann: str = option(
+        "auto",
+        "approximate search (usearch HNSW): auto = from ann_min_passages passages on, hnsw = "
+        "always, none = exact search only",
+        choices=("auto", "hnsw", "none"),
+    )
+    ann_min_passages: int = option(100_000, "ann=auto builds the HNSW graph from this many")
+    ann_dtype: str = option("i8", "vector copy inside the HNSW graph", choices=("i8", "f16", "f32"))
+    ann_connectivity: int = option(16, "HNSW links per node (usearch connectivity)")
+    ann_expansion_add: int = option(128, "HNSW candidates while adding (efConstruction)")
+    vectors: str = option(
+        "auto",
+        "dtype of the stored vectors: auto = float16 when the HNSW graph is built, else float32",
+        choices=("auto", "float32", "float16"),
+    )
+    hnsw: bool = option(False, "also build an hnswlib HNSW graph (older; ann= is the default)")
+    hnsw_m: int = option(32, "hnswlib M (links per node)")
+    hnsw_ef_construction: int = option(200, "hnswlib efConstruction")
 
     def validate(self) -> None:
-        for name in ("batch_size", "max_seq_length", "hnsw_m", "hnsw_ef_construction"):
+        for name in (
+            "batch_size", "max_seq_length", "hnsw_m", "hnsw_ef_construction",
+            "ann_min_passages", "ann_connectivity", "ann_expansion_add",
+        ):  # fmt: skip
             positive(name, getattr(self, name))
+
+    def uses_ann(self, n: int) -> bool:
+        """Whether a part of ``n`` passages gets the usearch HNSW graph."""
+        return self.ann == "hnsw" or (self.ann == "auto" and n >= self.ann_min_passages)
+
+    def stored_dtype(self, n: int) -> type:
+        if self.vectors == "auto":
+            return np.float16 if self.uses_ann(n) else np.float32
+        return np.float16 if self.vectors == "float16" else np.float32
         if self.backend == "onnx" and self.precision == "bf16":
             raise ConfigError("precision=bf16 needs backend=torch (the onnx backend runs fp32)")
 
@@ -59,10 +91,17 @@ class DensePart(IndexPart):
     name = "dense"
     Options = DenseOptions
 
-    def __init__(self, options: DenseOptions, embeddings: np.ndarray, hnsw: Any | None = None):
+    def __init__(
+        self,
+        options: DenseOptions,
+        embeddings: np.ndarray,
+        hnsw: Any | None = None,
+        ann: AnnIndex | None = None,
+    ):
         super().__init__(options)
         self.embeddings = embeddings
         self.hnsw = hnsw
+        self.ann = ann
         self._embedder: Embedder | None = None
 
     @property
@@ -90,9 +129,29 @@ class DensePart(IndexPart):
         )
         texts = [p.content for p in corpus]
         vectors = emb.encode(texts, batch_size=options.batch_size, progress=progress)
-        part = cls(options, vectors, _build_hnsw(vectors, options) if options.hnsw else None)
+        part = cls.from_vectors(options, vectors, progress=progress)
         part._embedder = emb
         return part
+
+    @classmethod
+    def from_vectors(
+        cls, options: DenseOptions, vectors: np.ndarray, *, progress: bool = False
+    ) -> DensePart:
+        """The part over ``vectors`` (float32 unit rows): stored in the dtype the options give,
+        with the graphs they ask for (built from the stored vectors, as a reload sees them)."""
+        n = vectors.shape[0]
+        stored = np.ascontiguousarray(vectors, dtype=options.stored_dtype(n))
+        hnsw = _build_hnsw(stored, options) if options.hnsw else None
+        ann = None
+        if options.uses_ann(n):
+            ann = AnnIndex.build(
+                stored,
+                dtype=options.ann_dtype,
+                connectivity=options.ann_connectivity,
+                expansion_add=options.ann_expansion_add,
+                progress=progress,
+            )
+        return cls(options, stored, hnsw, ann)
 
     segmentable = True
 
@@ -122,12 +181,13 @@ class DensePart(IndexPart):
     ) -> DensePart:
         """The segments' vectors in order (copied into one array), and the HNSW graph if asked."""
         blocks = [np.load(f / "embeddings.npy", mmap_mode="r") for f in folders]
-        vectors = np.empty((sum(len(b) for b in blocks), blocks[0].shape[1]), np.float32)
+        n = sum(len(b) for b in blocks)
+        vectors = np.empty((n, blocks[0].shape[1]), options.stored_dtype(n))
         row = 0
         for b in blocks:
             vectors[row : row + len(b)] = b
             row += len(b)
-        return cls(options, vectors, _build_hnsw(vectors, options) if options.hnsw else None)
+        return cls.from_vectors(options, vectors, progress=progress)
 
     def update(
         self,
@@ -147,14 +207,16 @@ class DensePart(IndexPart):
             vectors = np.concatenate([kept, np.asarray(new, dtype=np.float32)])
         else:
             vectors = kept
-        part = type(self)(o, vectors, _build_hnsw(vectors, o) if o.hnsw else None)
+        part = type(self).from_vectors(o, vectors)
         part._embedder = self._embedder
         return part
 
     def save(self, folder: Path) -> None:
-        np.save(folder / "embeddings.npy", np.ascontiguousarray(self.embeddings, dtype=np.float32))
+        np.save(folder / "embeddings.npy", np.ascontiguousarray(self.embeddings))
         if self.hnsw is not None:
             self.hnsw.save_index(str(folder / "hnsw.bin"))
+        if self.ann is not None:
+            self.ann.save(folder)
 
     @classmethod
     def load(cls, folder: Path, options: DenseOptions, *, mmap: bool = True) -> DensePart:
@@ -165,11 +227,18 @@ class DensePart(IndexPart):
 
             hnsw = hnswlib.Index(space="ip", dim=vectors.shape[1])
             hnsw.load_index(str(folder / "hnsw.bin"), max_elements=vectors.shape[0])
-        return cls(options, vectors, hnsw)
+        ann = AnnIndex.load(folder, mmap=mmap) if (folder / ANN_FILE).exists() else None
+        return cls(options, vectors, hnsw, ann)
 
     def stats(self) -> dict[str, Any]:
         n, d = self.embeddings.shape
-        return {"passages": int(n), "dim": int(d), "hnsw": self.hnsw is not None}
+        return {
+            "passages": int(n),
+            "dim": int(d),
+            "vectors": str(self.embeddings.dtype),
+            "ann": self.ann is not None,
+            "hnsw": self.hnsw is not None,
+        }
 
     # -- querying -------------------------------------------------------------------------
     def encode_queries(self, texts: list[str]) -> np.ndarray:
@@ -178,14 +247,35 @@ class DensePart(IndexPart):
         return self.embedder.encode(texts, batch_size=64)
 
     def scores(self, qvec: np.ndarray) -> np.ndarray:
-        """Cosine similarity of ``qvec`` (or a (q, dim) block) with every passage."""
+        """Cosine similarity of ``qvec`` (or a (q, dim) block) with every passage (float32;
+        float16 vectors are widened a block of rows at a time, never all at once)."""
         single_threaded_blas()
-        return self.embeddings @ qvec.T if qvec.ndim == 2 else self.embeddings @ qvec
+        q = qvec.T if qvec.ndim == 2 else qvec
+        emb = self.embeddings
+        if emb.dtype == np.float32:
+            return emb @ q
+        out = np.empty((emb.shape[0], *q.shape[1:]), np.float32)
+        for lo in range(0, emb.shape[0], _BLOCK):
+            out[lo : lo + _BLOCK] = emb[lo : lo + _BLOCK].astype(np.float32) @ q
+        return out
 
     def scores_for(self, qvec: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Cosine similarity with the passages at ``rows`` only."""
         single_threaded_blas()
-        return self.embeddings[rows] @ qvec
+        return np.asarray(self.embeddings[rows], np.float32) @ qvec
+
+    def search_ann(self, qvec: np.ndarray, k: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
+        """Approximate top-``k`` rows by cosine and their (exact) cosines, best first: the
+        HNSW graph's ``max(k, ef)`` candidates re-scored with the stored vectors."""
+        if self.ann is None:
+            raise ConfigError(
+                "this index has no HNSW graph: rebuild the dense part with ann=hnsw "
+                "(hopgraph index ... --set dense.ann=hnsw)"
+            )
+        rows = self.ann.search(qvec, max(k, ef), ef)[0]
+        sims = self.scores_for(qvec, rows)
+        order = np.lexsort((rows, -sims))[:k]  # the tie order of exact search
+        return rows[order], sims[order]
 
     def search_hnsw(self, qvecs: np.ndarray, k: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
         """Approximate top-k rows and cosines for each query row of ``qvecs``."""
@@ -201,6 +291,7 @@ class DensePart(IndexPart):
 
 
 _BLAS_LIMITED = False
+_BLOCK = 65_536  # rows widened to float32 at a time
 
 
 def single_threaded_blas() -> None:

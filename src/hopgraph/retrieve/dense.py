@@ -14,8 +14,13 @@ from hopgraph.retrieve.ranking import Ranking
 
 @dataclass(frozen=True)
 class DenseParams:
-    mode: str = option("exact", "exact search or HNSW (needs dense.hnsw=true)", ("exact", "hnsw"))
-    ef_search: int = option(64, "HNSW efSearch (mode=hnsw)")
+    mode: str = option(
+        "auto",
+        "exact search, HNSW (the index's graph: built by default from dense.ann_min_passages "
+        "passages), or auto = HNSW when the index has the graph",
+        ("auto", "exact", "hnsw"),
+    )
+    ef_search: int = option(64, "HNSW candidates per query (efSearch), re-scored exactly")
 
     def validate(self) -> None:
         positive("ef_search", self.ef_search)

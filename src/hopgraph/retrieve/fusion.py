@@ -25,7 +25,10 @@ from hopgraph.retrieve.ranking import Ranking, top_k
 class RRFParams:
     k_rrf: float = option(60.0, "RRF constant k in 1/(k + rank)")
     depth: int = option(100, "candidates taken from each of BM25 and dense")
-    dense_mode: str = option("exact", "dense search: exact or hnsw", ("exact", "hnsw"))
+    dense_mode: str = option(
+        "auto", "dense search: exact, hnsw, or auto (hnsw when the index has the graph)",
+        ("auto", "exact", "hnsw"),
+    )  # fmt: skip
     ef_search: int = option(64, "HNSW efSearch (dense_mode=hnsw)")
 
     def validate(self) -> None:

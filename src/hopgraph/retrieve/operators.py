@@ -25,9 +25,14 @@ def lexical_search(sparse: SparsePart, query: str, depth: int) -> RowsScores:
 
 
 def vector_search(
-    dense: DensePart, qvec: np.ndarray, depth: int, *, mode: str = "exact", ef_search: int = 64
+    dense: DensePart, qvec: np.ndarray, depth: int, *, mode: str = "auto", ef_search: int = 64
 ) -> RowsScores:
-    """Top-``depth`` passages by cosine: exact (matrix product) or HNSW (approximate)."""
+    """Top-``depth`` passages by cosine: exact (matrix product) or HNSW (approximate);
+    ``auto``: the HNSW graph when the part has one (large corpora), else exact."""
+    if mode == "auto":
+        mode = "hnsw" if dense.ann is not None else "exact"
+    if mode == "hnsw" and dense.ann is not None:
+        return dense.search_ann(qvec, depth, ef_search)
     if mode == "hnsw":
         labels, sims = dense.search_hnsw(qvec[None, :], depth, ef_search)
         rows, sims = labels[0], sims[0]

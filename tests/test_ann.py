@@ -1,0 +1,82 @@
+"""The dense part's HNSW graph (usearch) and float16 vectors: built from a size on, saved and
+memory-mapped, deterministic, and searched with exact re-scoring."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from hopgraph.corpus import load_corpus, load_dataset
+from hopgraph.data import demo_dataset_path
+from hopgraph.index import Index
+from hopgraph.index.ann import AnnIndex
+from hopgraph.index.dense import DenseOptions
+from hopgraph.retrieve import get_retriever
+
+
+@pytest.fixture(scope="module")
+def exact_index():
+    return Index.build(load_corpus(demo_dataset_path()), ["dense"], progress=False)
+
+
+@pytest.fixture(scope="module")
+def ann_index(tmp_path_factory, exact_index):
+    """The same vectors, with the graph forced on (ann_min_passages below the corpus size)."""
+    path = tmp_path_factory.mktemp("ann") / "ix"
+    Index.build(
+        load_corpus(demo_dataset_path()), ["dense"], {"dense": {"ann_min_passages": 10}},
+        progress=False,
+    ).save(path)  # fmt: skip
+    return Index.load(path)
+
+
+def test_graph_and_float16_from_the_threshold_on():
+    small, big = DenseOptions(), DenseOptions(ann_min_passages=10)
+    assert not small.uses_ann(44) and small.stored_dtype(44) is np.float32
+    assert big.uses_ann(44) and big.stored_dtype(44) is np.float16
+    assert DenseOptions(ann="none").stored_dtype(10**7) is np.float32
+    assert DenseOptions(ann="hnsw", vectors="float32").stored_dtype(1) is np.float32
+
+
+def test_loaded_index_has_a_mapped_graph_and_float16_vectors(ann_index, exact_index):
+    dense = ann_index.part("dense")
+    assert dense.ann is not None and len(dense.ann) == len(ann_index)
+    assert dense.embeddings.dtype == np.float16
+    assert isinstance(dense.embeddings, np.memmap)
+    assert ann_index.info()["parts"]["dense"]["stats"]["ann"] is True
+    assert exact_index.part("dense").ann is None  # below the threshold: exact search only
+    # float16 storage keeps cosines to within a rounding of float32
+    q = exact_index.part("dense").embeddings[3]
+    np.testing.assert_allclose(dense.scores(q), exact_index.part("dense").scores(q), atol=2e-3)
+
+
+def test_ann_search_finds_what_exact_search_finds(ann_index, exact_index):
+    """On 44 passages the graph is complete: the same top 10 as exact search, for every demo
+    question, with exact cosines (re-scored from the stored vectors)."""
+    questions = [q.text for q in load_dataset(demo_dataset_path()).questions]
+    for q in questions:
+        got = get_retriever(ann_index, "dense").search(q, k=10)  # mode auto: the graph
+        want = get_retriever(exact_index, "dense", mode="exact").search(q, k=10)
+        assert [h.id for h in got] == [h.id for h in want]
+        np.testing.assert_allclose([h.score for h in got], [h.score for h in want], atol=2e-3)
+
+
+def test_graph_build_is_deterministic(tmp_path, exact_index):
+    vectors = np.asarray(exact_index.part("dense").embeddings, np.float32)
+    digests = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        AnnIndex.build(vectors).save(tmp_path / name)
+        digests.append(hashlib.sha256((tmp_path / name / "ann.usearch").read_bytes()).digest())
+    assert digests[0] == digests[1]
+    loaded = AnnIndex.load(tmp_path / "a")
+    assert loaded.search(vectors[7], 1, 16)[0].tolist() == [7]  # a vector finds itself
+
+
+def test_exact_only_index_refuses_ann_search_clearly(exact_index):
+    from hopgraph.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="dense.ann=hnsw"):
+        exact_index.part("dense").search_ann(exact_index.part("dense").embeddings[0], 5, 16)
