@@ -80,3 +80,16 @@ def test_exact_only_index_refuses_ann_search_clearly(exact_index):
 
     with pytest.raises(ConfigError, match="dense.ann=hnsw"):
         exact_index.part("dense").search_ann(exact_index.part("dense").embeddings[0], 5, 16)
+
+
+def test_default_method_over_the_graph_ranks_as_over_exact_search(tmp_path):
+    """multihop reads cosines through the HNSW graph where the dense part has one; on a corpus
+    the graph covers exactly, the rankings are those of exact search."""
+    corpus = load_corpus(demo_dataset_path())
+    exact = Index.build(corpus, progress=False)
+    with_graph = Index.build(corpus, options={"dense": {"ann_min_passages": 10}}, progress=False)
+    assert with_graph.part("dense").ann is not None
+    for q in load_dataset(demo_dataset_path()).questions:
+        got = get_retriever(with_graph).search(q.text, k=5)
+        want = get_retriever(exact).search(q.text, k=5)
+        assert [h.id for h in got] == [h.id for h in want], q.text

@@ -28,6 +28,8 @@ from hopgraph.retrieve.operators import reciprocal_rank_fusion
 from hopgraph.retrieve.ranking import top_k
 from hopgraph.retrieve.seeds import entity_weights, mix_seeds, passage_weights
 
+ANN_EF = 128  # HNSW candidates per dense list where the graph replaces exact search
+
 FEATURES: tuple[str, ...] = (
     "bm25",  # BM25 / the best BM25 of the query
     "cosine",  # dense cosine
@@ -103,6 +105,47 @@ def entity_maps(entities: Any, n: int) -> EntityMaps:
     return m
 
 
+class CosineScores:
+    """One query's cosine with every passage, computed for the rows asked for.
+
+    Where the dense part has an HNSW graph (large corpora), a full matrix product per query
+    (and per rewritten query) is what a query cannot afford; the graph gives the top list, and
+    the features read the cosine of a few hundred candidates, exactly, from the stored vectors.
+    Behaves as the full array for what the pipeline asks of it: ``[rows]``, ``max``, ``top``.
+    """
+
+    def __init__(self, dense: Any, qvec: np.ndarray, depth: int, ef: int):
+        self.dense, self.qvec = dense, qvec
+        self.rows, self.sims = dense.search_ann(qvec, depth, ef)
+
+    def __getitem__(self, rows: Any) -> Any:
+        if isinstance(rows, (int, np.integer)):
+            return float(self.dense.scores_for(self.qvec, np.asarray([rows]))[0])
+        return np.asarray(self.dense.scores_for(self.qvec, np.asarray(rows)), np.float64)
+
+    def max(self, initial: float = -np.inf) -> float:
+        return max(float(self.sims[0]) if len(self.sims) else initial, initial)
+
+    def top(self, k: int, *, positive_only: bool = False) -> np.ndarray:
+        keep = self.sims > 0 if positive_only else np.ones(len(self.rows), bool)
+        return self.rows[keep][:k]
+
+
+def cosines(dense: Any, qvec: np.ndarray, depth: int) -> Any:
+    """The cosine of ``qvec`` with every passage: the full array, or a :class:`CosineScores`
+    over the HNSW graph when the dense part has one."""
+    if dense.ann is not None:
+        return CosineScores(dense, qvec, depth, max(depth, ANN_EF))
+    return np.asarray(dense.scores(qvec), np.float64)
+
+
+def top_of(scores: Any, k: int, *, positive_only: bool = False) -> np.ndarray:
+    """:func:`top_k` of a full score array or of a :class:`CosineScores`."""
+    if isinstance(scores, CosineScores):
+        return scores.top(k, positive_only=positive_only)
+    return top_k(scores, k, positive_only=positive_only)
+
+
 @dataclass
 class FirstHop:
     """One query's first-hop signals over the whole corpus."""
@@ -152,9 +195,9 @@ def first_hops(
     seeds = np.zeros((g.n_nodes, len(queries)))
     for j, (query, qvec) in enumerate(zip(queries, qvecs, strict=True)):
         bm25 = np.asarray(sparse.scores(query), np.float64)
-        cos = np.asarray(dense.scores(qvec), np.float64)
+        cos = cosines(dense, qvec, deep)
         b_list = top_k(bm25, deep, positive_only=True)
-        d_list = top_k(cos, deep)
+        d_list = top_of(cos, deep)
         fused, _ = reciprocal_rank_fusion([b_list, d_list], s.k_rrf)
         found = ents.query_entities(query)
         if s.ngram_entities:  # n-gram lookup finds names whatever their capitalisation
@@ -231,7 +274,7 @@ class Rewrites:
         out: list[int] = []
         for a, b, c in zip(self.anchors, self.bm25, self.cos, strict=True):
             for arr in (b, c) if k > 0 else ():
-                out += [r for r in top_k(arr, k + 1, positive_only=True).tolist() if r != a][:k]
+                out += [r for r in top_of(arr, k + 1, positive_only=True).tolist() if r != a][:k]
         return out
 
 
@@ -253,7 +296,7 @@ def rewrites(index: Index, s: HopSettings, fh: FirstHop, anchors: list[int]) -> 
     for a in use:
         h = q + np.asarray(dense.embeddings[a], np.float64)
         h /= max(float(np.linalg.norm(h)), 1e-12)
-        cs.append(np.asarray(dense.scores(h.astype(np.float32)), np.float64))
+        cs.append(cosines(dense, h.astype(np.float32), s.rewrite_k + 2))
     return Rewrites(use, texts, bm, cs)
 
 
