@@ -12,8 +12,9 @@ it stopped: run the same command again), then measures, each step in its own pro
 seconds and passages/s per part, the build's peak RSS, disk bytes per passage (beyond the
 passages' text, vectors included), load seconds and RSS after loading and after the first
 query of each method, and ``hopgraph eval --index`` (recall, p50/p95 per method) against the
-same questions on their own pool. Results go to ``benchmarks/results/scale.json`` under
-``<dataset>-<n>``.
+same questions on their own pool, and where the dense part has its HNSW graph, the graph's
+recall@10 against exact search for every question. Results go to
+``benchmarks/results/scale.json`` under ``<dataset>-<n>``.
 
 ``corpus`` writes ``DIR/corpus.jsonl`` (``{"idx", "title", "text"}``, idx = line number),
 ``DIR/questions.jsonl`` (the dataset's questions, copied unchanged) and ``DIR/scale.json`` (what
@@ -404,6 +405,22 @@ print(json.dumps(out))
 """
 
 
+_ANN_RECALL = """
+import json, sys
+import numpy as np
+from hopgraph.index import Index
+dense = Index.load(sys.argv[1]).part("dense")
+questions = [json.loads(line)["question"] for line in open(sys.argv[2])]
+qvecs = dense.encode_queries(questions)
+hits = []
+for q in qvecs:
+    exact = np.argsort(-dense.scores(q), kind="stable")[:10]
+    approx, _ = dense.search_ann(q, 10, 64)
+    hits.append(len(set(exact.tolist()) & set(approx.tolist())) / 10)
+print(json.dumps({"ann_recall_at_10": float(np.mean(hits)), "questions": len(hits)}))
+"""
+
+
 def _measured(cmd: list[str]) -> dict[str, Any]:
     """Run ``cmd`` in a fresh process; its wall seconds and peak RSS (its own children's)."""
     r = subprocess.run(
@@ -507,6 +524,12 @@ def run_cmd(args: argparse.Namespace) -> None:
         stdout=subprocess.PIPE, text=True, check=True,
     )  # fmt: skip
     result["load"] = {k: round(v, 2) for k, v in json.loads(r.stdout).items()}
+    if manifest["parts"].get("dense", {}).get("stats", {}).get("ann"):
+        r = subprocess.run(
+            [sys.executable, "-c", _ANN_RECALL, str(index), str(corpus / "questions.jsonl")],
+            stdout=subprocess.PIPE, text=True, check=True,
+        )  # fmt: skip
+        result["ann"] = json.loads(r.stdout)
     result["eval"] = _eval(args.dataset, data_dir, args.methods, index, root)
     result["eval_pool"] = _eval(args.dataset, data_dir, args.methods, None, root)
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}

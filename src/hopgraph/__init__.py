@@ -33,6 +33,8 @@ _EXPORTS = {
     "load_dataset": "hopgraph.corpus",
     "HopgraphError": "hopgraph.errors",
     "Index": "hopgraph.index",
+    "build_index": "hopgraph.index.streaming",
+    "iter_corpus": "hopgraph.corpus",
     "DEFAULT_METHOD": "hopgraph.retrieve",
     "DEFAULT_PARTS": "hopgraph.defaults",
     "detect_settings": "hopgraph.index.detect",

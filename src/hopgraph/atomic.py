@@ -27,6 +27,14 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def write_synced(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` and fsync it (the caller renames it into place)."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def fsync_tree(root: Path) -> None:
     """fsync every file and folder under ``root`` (and ``root`` itself)."""
     for p in root.rglob("*"):

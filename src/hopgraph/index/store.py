@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.atomic import recover_folder, replace_folder
+from hopgraph.atomic import recover_folder, replace_folder, write_synced
 from hopgraph.config import make_options
 from hopgraph.corpus import Corpus, Passage
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
@@ -287,7 +287,7 @@ class Index:
             }
             if self.detected is not None:
                 manifest["detected"] = self.detected
-            _write_synced(tmp / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
+            write_synced(tmp / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
         self.path = path
         return path
 
@@ -380,10 +380,3 @@ def _read_passages(root: Path) -> FileCorpus:
         ids = json.loads((root / IDS).read_text(encoding="utf-8"))
         return FileCorpus(path, offsets, ids, source=root)
     return FileCorpus(path, source=root)
-
-
-def _write_synced(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())

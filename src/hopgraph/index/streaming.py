@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from hopgraph.atomic import fsync_dir, fsync_tree, write_synced
 from hopgraph.config import make_options
 from hopgraph.corpus import Corpus, iter_corpus
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
@@ -42,7 +43,7 @@ from hopgraph.errors import CorpusError, HopgraphError
 from hopgraph.index.part import part_class
 from hopgraph.index.store import Index, PartOptions, dependency_order
 
-DEFAULT_BATCH = 10_000
+DEFAULT_BATCH = 5_000  # a bar update every minute or so at encoder speed
 PLAN_VERSION = 1
 
 
@@ -143,10 +144,10 @@ def build_index(
         index.build_seconds[name] = round(meta["build_seconds"], 3)
     say(f"writing {out}")
     index.save(out)
-    index.corpus = FileCorpus(out / "passages.jsonl", corpus.offsets, corpus.ids, source=out)
+    del index  # its parts map files of the partial folder, removed now
     shutil.rmtree(work)
     say(f"built {len(corpus)} passages in {time.perf_counter() - t_start:.1f}s")
-    return index
+    return Index.load(out, verify=False)  # just written and fsynced
 
 
 # -- stages ---------------------------------------------------------------------------------
@@ -156,10 +157,8 @@ def _save_merged(part: Any, folder: Path, seconds: float) -> None:
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     part.save(tmp)
-    for f in tmp.rglob("*"):
-        if f.is_file():
-            _fsync(f)
-    _write_synced(folder.with_name(f"{folder.name}.json"), json.dumps({"build_seconds": seconds}))
+    fsync_tree(tmp)
+    write_synced(folder.with_name(f"{folder.name}.json"), json.dumps({"build_seconds": seconds}))
     os.replace(tmp, folder)  # the part is complete
 
 
@@ -191,7 +190,7 @@ def _open_work(work: Path, plan: dict[str, Any], resume: bool, say: Any) -> None
     elif resume:
         say(f"nothing to resume at {work}: starting the build")
     work.mkdir(parents=True)
-    _write_synced(plan_file, json.dumps(plan, indent=2, sort_keys=True))
+    write_synced(plan_file, json.dumps(plan, indent=2, sort_keys=True))
 
 
 def _passages_stage(
@@ -206,8 +205,8 @@ def _passages_stage(
             _checked(iter_corpus(source, chunk_words=chunk_words, fmt=fmt)), tmp
         )
         np.save(work / "offsets.npy", offsets)
-        _write_synced(work / "ids.json", json.dumps(ids, ensure_ascii=False))
-        _fsync(tmp)
+        write_synced(work / "ids.json", json.dumps(ids, ensure_ascii=False))
+        fsync_dir(tmp)  # os.open + fsync: works on a file too
         os.replace(tmp, final)  # the marker: the passages are complete
     offsets = np.load(work / "offsets.npy")
     ids = json.loads((work / "ids.json").read_text(encoding="utf-8"))
@@ -264,10 +263,8 @@ def _segments_stage(
                 t0 = time.perf_counter()
                 classes[name].write_segment(batch, options[name], tmp / name, contexts[name])
                 secs[name] = time.perf_counter() - t0
-            _write_synced(tmp / "segment.json", json.dumps({"rows": [lo, hi], "seconds": secs}))
-            for f in tmp.rglob("*"):
-                if f.is_file():
-                    _fsync(f)
+            write_synced(tmp / "segment.json", json.dumps({"rows": [lo, hi], "seconds": secs}))
+            fsync_tree(tmp)
             os.replace(tmp, folder)  # the batch is complete
             bar.update(hi - lo)
     finally:
@@ -297,18 +294,3 @@ def _fingerprint(path: Path) -> list[Any]:
         st = f.stat()
         out.append([f.name, st.st_size, st.st_mtime_ns])
     return out
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_synced(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
