@@ -1,4 +1,4 @@
-"""The dense part's HNSW graph (usearch) and float16 vectors: built from a size on, saved and
+"""The dense part's HNSW graph (usearch), built from a size on, and float16 vectors: saved and
 memory-mapped, deterministic, and searched with exact re-scoring."""
 
 from __future__ import annotations
@@ -26,16 +26,17 @@ def ann_index(tmp_path_factory, exact_index):
     """The same vectors, with the graph forced on (ann_min_passages below the corpus size)."""
     path = tmp_path_factory.mktemp("ann") / "ix"
     Index.build(
-        load_corpus(demo_dataset_path()), ["dense"], {"dense": {"ann_min_passages": 10}},
-        progress=False,
+        load_corpus(demo_dataset_path()), ["dense"],
+        {"dense": {"ann_min_passages": 10, "vectors": "float16"}}, progress=False,
     ).save(path)  # fmt: skip
     return Index.load(path)
 
 
-def test_graph_and_float16_from_the_threshold_on():
+def test_graph_from_the_threshold_on():
     small, big = DenseOptions(), DenseOptions(ann_min_passages=10)
     assert not small.uses_ann(44) and small.stored_dtype(44) is np.float32
-    assert big.uses_ann(44) and big.stored_dtype(44) is np.float16
+    assert big.uses_ann(44) and big.stored_dtype(44) is np.float32
+    assert DenseOptions(vectors="auto", ann_min_passages=10).stored_dtype(44) is np.float16
     assert DenseOptions(ann="none").stored_dtype(10**7) is np.float32
     assert DenseOptions(ann="hnsw", vectors="float32").stored_dtype(1) is np.float32
 

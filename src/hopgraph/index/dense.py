@@ -3,9 +3,11 @@
 Embeddings are a plain ``embeddings.npy`` (memory-mapped on load); exact search is a
 matrix–vector product, fast enough up to ~10^5 passages. From ``ann_min_passages`` passages on
 (``ann=auto``) the part also builds an HNSW graph with usearch (int8 copy of the vectors, mmapped:
-see :mod:`hopgraph.index.ann`) and keeps the vectors as float16 (``vectors=auto``), which halves
-their disk and page-cache cost; cosines are always computed in float32. ``hnsw=true`` builds the
-older hnswlib graph instead (kept for indexes that have one).
+see :mod:`hopgraph.index.ann`), which the dense, fusion and default methods then search instead of
+scanning every vector. ``vectors=float16`` halves the vectors' disk and page-cache cost, but a
+full scan over float16 rows is ~10x slower in numpy (the widening dominates), so the default keeps
+float32; cosines are always computed in float32. ``hnsw=true`` builds the older hnswlib graph
+(kept for indexes that have one).
 
 The encoder is chosen by ``model``, ``backend`` and ``precision`` (default: the bundled MiniLM,
 ONNX Runtime, fp32); faster approximate encoders are ``precision=int8`` (onnx) and
@@ -73,8 +75,9 @@ class DenseOptions:
     ann_connectivity: int = option(16, "HNSW links per node (usearch connectivity)")
     ann_expansion_add: int = option(128, "HNSW candidates while adding (efConstruction)")
     vectors: str = option(
-        "auto",
-        "dtype of the stored vectors: auto = float16 when the HNSW graph is built, else float32",
+        "float32",
+        "dtype of the stored vectors: float16 halves their size, but full scans (methods "
+        "without the HNSW graph) get ~10x slower; auto = float16 when the graph is built",
         choices=("auto", "float32", "float16"),
     )
     hnsw: bool = option(False, "also build an hnswlib HNSW graph (older; ann= is the default)")

@@ -20,7 +20,7 @@ class DenseParams:
         "passages), or auto = HNSW when the index has the graph",
         ("auto", "exact", "hnsw"),
     )
-    ef_search: int = option(64, "HNSW candidates per query (efSearch), re-scored exactly")
+    ef_search: int = option(256, "HNSW candidates per query (efSearch), re-scored exactly")
 
     def validate(self) -> None:
         positive("ef_search", self.ef_search)

@@ -29,7 +29,7 @@ class RRFParams:
         "auto", "dense search: exact, hnsw, or auto (hnsw when the index has the graph)",
         ("auto", "exact", "hnsw"),
     )  # fmt: skip
-    ef_search: int = option(64, "HNSW efSearch (dense_mode=hnsw)")
+    ef_search: int = option(256, "HNSW efSearch (dense_mode=hnsw)")
 
     def validate(self) -> None:
         positive("depth", self.depth)

@@ -25,7 +25,7 @@ def lexical_search(sparse: SparsePart, query: str, depth: int) -> RowsScores:
 
 
 def vector_search(
-    dense: DensePart, qvec: np.ndarray, depth: int, *, mode: str = "auto", ef_search: int = 64
+    dense: DensePart, qvec: np.ndarray, depth: int, *, mode: str = "auto", ef_search: int = 256
 ) -> RowsScores:
     """Top-``depth`` passages by cosine: exact (matrix product) or HNSW (approximate);
     ``auto``: the HNSW graph when the part has one (large corpora), else exact."""
