@@ -409,15 +409,17 @@ _ANN_RECALL = """
 import json, sys
 import numpy as np
 from hopgraph.index import Index
+from hopgraph.retrieve.dense import DenseParams
 dense = Index.load(sys.argv[1]).part("dense")
 questions = [json.loads(line)["question"] for line in open(sys.argv[2])]
 qvecs = dense.encode_queries(questions)
 hits = []
 for q in qvecs:
     exact = np.argsort(-dense.scores(q), kind="stable")[:10]
-    approx, _ = dense.search_ann(q, 10, 64)
+    approx, _ = dense.search_ann(q, 10, DenseParams().ef_search)  # the dense method's default
     hits.append(len(set(exact.tolist()) & set(approx.tolist())) / 10)
-print(json.dumps({"ann_recall_at_10": float(np.mean(hits)), "questions": len(hits)}))
+print(json.dumps({"ann_recall_at_10": float(np.mean(hits)), "questions": len(hits),
+    "ef_search": DenseParams().ef_search}))
 """
 
 

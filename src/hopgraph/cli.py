@@ -99,7 +99,6 @@ def index_cmd(
     bounded whatever its size; the work lives in OUTPUT.partial until the index is written.
     A build stopped at any point (Ctrl-C, a kill, a reboot) continues with --resume from its
     last complete batch, and gives the same index as a build that never stopped."""
-    from hopgraph.defaults import describe_detected
     from hopgraph.index.streaming import build_index
 
     options = split_part_options(parse_assignments(sets))
@@ -128,8 +127,6 @@ def index_cmd(
             err=True,
         )
         sys.exit(130)
-    if index.detected:
-        click.echo(describe_detected(index.detected), err=True)
     secs = time.perf_counter() - t0
     click.echo(
         f"wrote {index.path} ({len(index)} passages; {', '.join(index.parts)}) in {secs:.1f}s",

@@ -81,7 +81,7 @@ def build_index(
     text per stage (the CLI prints them).
     """
     from hopgraph import __version__
-    from hopgraph.defaults import DEFAULT_PARTS, detected_options
+    from hopgraph.defaults import DEFAULT_PARTS, describe_detected, detected_options
 
     say = log or (lambda _line: None)
     if batch_size <= 0:
@@ -110,6 +110,8 @@ def build_index(
     opts = given
     if detect:
         opts, detected = detected_options(corpus, names, given)
+        if detected:
+            say(describe_detected(detected))
     known = {n: o for n, o in opts.items()}
     order = dependency_order(names, known)
     classes = {n: part_class(n) for n in order}
