@@ -57,15 +57,20 @@ _MARKER_FILES = ("corpus.jsonl", "questions.jsonl", "queries.jsonl")
 # --------------------------------------------------------------------------- reading
 
 
+def _read_error(exc: OSError, path: Path) -> CorpusError:
+    """The CorpusError for a file that cannot be opened or read."""
+    if isinstance(exc, FileNotFoundError):
+        return CorpusError("no such file", path)
+    if isinstance(exc, IsADirectoryError):
+        return CorpusError("expected a file, found a folder", path)
+    return CorpusError(f"cannot read: {exc.strerror or exc}", path)
+
+
 def _read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
-    except FileNotFoundError:
-        raise CorpusError("no such file", path) from None
-    except IsADirectoryError:
-        raise CorpusError("expected a file, found a folder", path) from None
     except OSError as e:
-        raise CorpusError(f"cannot read: {e.strerror or e}", path) from None
+        raise _read_error(e, path) from None
 
 
 def _decode(data: bytes, path: Path) -> str:
@@ -102,12 +107,8 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     loads = json.loads
     try:
         f = path.open("rb")
-    except FileNotFoundError:
-        raise CorpusError("no such file", path) from None
-    except IsADirectoryError:
-        raise CorpusError("expected a file, found a folder", path) from None
     except OSError as e:
-        raise CorpusError(f"cannot read: {e.strerror or e}", path) from None
+        raise _read_error(e, path) from None
     with f:
         for lineno, raw in enumerate(f, 1):
             skip = len(_BOM) if lineno == 1 and raw.startswith(_BOM) else 0

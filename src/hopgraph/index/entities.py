@@ -143,7 +143,7 @@ class EntityPart(IndexPart):
         """Aliases, frequencies and filters over the merged mentions of all batches."""
         raw, keys = merge_records(load_records(f, "raw") for f in folders)
         found = None
-        if cls.segment_context(corpus, options) is not None:
+        if options.title_aliases and options.alias_mentions:  # the segments hold alias hits
             found = merge_records(load_records(f, "found") for f in folders)
         return cls.assemble(corpus, options, raw, keys, found=found)
 
