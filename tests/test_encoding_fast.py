@@ -13,6 +13,7 @@ from hopgraph.errors import ConfigError
 from hopgraph.index import Index
 from hopgraph.index.dense import DenseOptions
 from hopgraph.models import Embedder, load_embedder, onnx_backend
+from hopgraph.models.embedder import cpu_has_bf16
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
@@ -151,3 +152,90 @@ def test_static_backend_runs_a_model2vec_folder(tmp_path):
         emb.encode_tokens(QUESTIONS)
     with pytest.raises(ConfigError, match="neither"):
         Embedder(str(tmp_path / "missing"), backend="static")
+
+
+needs_bf16 = pytest.mark.skipif(
+    not cpu_has_bf16(), reason="the CPU has no native bf16 (avx512_bf16 / AMX)"
+)
+
+
+def test_passage_encoder_choice_follows_size_cpu_and_options(monkeypatch):
+    import hopgraph.index.dense as dense_mod
+
+    o = make_options(DenseOptions, {"fast_encode_min_passages": 100})
+    monkeypatch.setattr(dense_mod, "cpu_has_bf16", lambda: True)
+    assert o.passage_encoder_for(99) == "same"  # small builds keep the query encoder
+    assert o.passage_encoder_for(100) == "torch-bf16"
+    for explicit in ({"precision": "int8"}, {"backend": "torch"}):  # the user chose an encoder
+        opts = make_options(DenseOptions, {"fast_encode_min_passages": 100, **explicit})
+        assert opts.passage_encoder_for(10**6) == "same"
+    forced = make_options(DenseOptions, {"passage_encoder": "torch-bf16"})
+    assert forced.passage_encoder_for(1) == "torch-bf16"
+    monkeypatch.setattr(dense_mod, "cpu_has_bf16", lambda: False)
+    assert o.passage_encoder_for(10**6) == "same"  # never assumed: detected
+    assert make_options(DenseOptions, {"passage_encoder": "same"}).passage_encoder_for(10**6) == (
+        "same"
+    )
+    with pytest.raises(ConfigError, match="torch-bf16 needs a transformer"):
+        make_options(DenseOptions, {"passage_encoder": "torch-bf16", "backend": "static"})
+
+
+@needs_bf16
+def test_torch_bf16_passages_match_onnx_fp32_queries(fp32, demo_dataset):
+    pytest.importorskip("torch")
+    bf16 = load_embedder(backend="torch", precision="bf16")
+    texts = [p.content for p in demo_dataset.corpus]
+    a, b = fp32.encode(texts, batch_size=16), bf16.encode(texts, batch_size=16)
+    assert b.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
+    cos = np.sum(a * b, axis=1)
+    assert cos.min() >= 0.999, cos.min()
+    assert not np.array_equal(a, b)  # bf16 really ran
+
+
+@needs_bf16
+def test_streamed_build_encodes_passages_with_torch_bf16_and_records_it(tmp_path, fp32):
+    pytest.importorskip("torch")
+    from hopgraph.corpus import load_corpus
+    from hopgraph.data import demo_dataset_path
+    from hopgraph import build_index
+    from hopgraph.retrieve import get_retriever
+
+    path = demo_dataset_path()
+    settings = {"dense": {"fast_encode_min_passages": 1}}
+    ix = build_index(path, tmp_path / "ix", ["dense"], settings, batch_size=7, progress=False)
+    dense = ix.part("dense")
+    assert (
+        dense.passage_encoder == "torch-bf16" and dense.stats()["passage_encoder"] == "torch-bf16"
+    )
+    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+    assert manifest["parts"]["dense"]["stats"]["passage_encoder"] == "torch-bf16"
+    texts = [p.content for p in load_corpus(path)]
+    ref = fp32.encode(texts, batch_size=16)
+    cos = np.sum(np.asarray(dense.embeddings) * ref, axis=1)
+    assert 0.999 <= cos.min() and not np.array_equal(np.asarray(dense.embeddings), ref)
+    assert dense.embedder.backend == "onnx"  # queries: the ONNX encoder
+    # an update encodes the added passages the way the kept ones were
+    extra = load_corpus(path)[:2]
+    added = [type(p)(id=p.id + "-copy", title=p.title, text=p.text) for p in extra]
+    ix.add(added)
+    assert ix.part("dense").passage_encoder == "torch-bf16"
+    new = np.asarray(ix.part("dense").embeddings[-2:])
+    np.testing.assert_allclose(new, np.asarray(dense.embeddings[:2]), atol=1e-6)
+    hits = get_retriever(ix, "dense").search(texts[3], k=1)
+    assert hits.ids[0] == load_corpus(path)[3].id
+
+
+def test_segments_from_different_passage_encoders_are_refused(tmp_path, demo_dataset):
+    from hopgraph.index.dense import ENCODER_FILE, DensePart
+
+    o = make_options(DenseOptions, {})
+    folders = []
+    for i, encoder in enumerate(("same", "torch-bf16")):
+        f = tmp_path / str(i)
+        f.mkdir()
+        np.save(f / "embeddings.npy", np.eye(2, 384, dtype=np.float32))
+        (f / ENCODER_FILE).write_text(encoder)
+        folders.append(f)
+    with pytest.raises(ConfigError, match="different passage encoders"):
+        DensePart.from_segments(demo_dataset.corpus, o, folders, {})

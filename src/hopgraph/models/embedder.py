@@ -7,7 +7,7 @@ that is not cached locally fails with a message that says so (no network at run 
 Two backends give the same vectors: ``"onnx"`` (the default) runs an ONNX export of the model
 with ONNX Runtime (exported once into a cache folder, see :mod:`hopgraph.models.onnx_backend`),
 ~2.5x faster than PyTorch for one query on a 2-core CPU; ``"torch"`` runs sentence-transformers
-on PyTorch, with optional bf16 autocast.
+on PyTorch, with optional bf16 weights.
 
 Faster, approximate encoders (measured in docs/benchmarks.md, "Fast encoding"):
 ``backend="onnx", precision="int8"`` runs a dynamically quantised copy of the ONNX export (works on
@@ -83,7 +83,7 @@ class Embedder:
     ``backend``: ``"onnx"`` (ONNX Runtime), ``"torch"`` (PyTorch) or ``"static"`` (model2vec
     static embedder; ``model`` is a model2vec folder, or a sentence-transformers model distilled
     once into a cache).
-    ``precision``: torch: ``"auto"`` uses bf16 autocast where the CPU has native bf16, else fp32;
+    ``precision``: torch: ``"auto"`` runs bf16 weights where the CPU has native bf16, else fp32;
     ``"bf16"`` and ``"fp32"`` force one. onnx: ``"auto"`` and ``"fp32"`` run the fp32 export,
     ``"int8"`` its dynamically quantised copy. static: ``"auto"`` or ``"fp32"`` only.
     """
@@ -147,6 +147,12 @@ class Embedder:
         if max_seq_length:
             self._model.max_seq_length = max_seq_length
         self.bf16 = precision == "bf16" or (precision == "auto" and cpu_has_bf16())
+        if self.bf16:
+            # bf16 weights and activations throughout (~10% faster than autocast here, cosine to
+            # fp32 ~0.9999); vectors are returned as float32
+            import torch
+
+            self._model.to(torch.bfloat16)
         get_dim = getattr(self._model, "get_embedding_dimension", None) or (
             self._model.get_sentence_embedding_dimension
         )
@@ -167,11 +173,7 @@ class Embedder:
         import torch
 
         with self._lock, torch.inference_mode():
-            if self.bf16:
-                with torch.autocast("cpu", dtype=torch.bfloat16):
-                    out = self._encode(texts, batch_size, progress)
-            else:
-                out = self._encode(texts, batch_size, progress)
+            out = self._encode(texts, batch_size, progress)
         return np.ascontiguousarray(out, dtype=np.float32)
 
     def _encode(self, texts: list[str], batch_size: int, progress: bool) -> np.ndarray:
@@ -179,10 +181,13 @@ class Embedder:
             texts,
             batch_size=batch_size,
             show_progress_bar=progress,
-            convert_to_numpy=True,
+            convert_to_tensor=True,
             normalize_embeddings=True,
         )
-        return np.asarray(emb, dtype=np.float32)
+        out = emb.float().numpy()
+        if self.bf16:  # unit length in float32, not in bf16's 8-bit mantissa
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out
 
     def encode_tokens(self, texts: list[str]) -> list[TokenVectors]:
         """One encoder pass over ``texts`` giving each its unit sentence vector and its token
