@@ -66,6 +66,26 @@ def test_deterministic_and_batch_equals_single(demo_dataset, default_index):
         np.testing.assert_allclose(a.scores, c.scores, rtol=1e-9)
 
 
+def test_local_ppr_is_the_power_iteration_at_eps_zero_and_close_above(demo_dataset, default_index):
+    qs = [q.text for q in demo_dataset.questions]
+    power = get_retriever(default_index, ppr="power")
+    exact_local = get_retriever(default_index, ppr="local", ppr_eps=0.0)
+    for q in qs:
+        a, b = power.search(q, k=10), exact_local.search(q, k=10)
+        assert a.ids == b.ids
+        np.testing.assert_allclose(a.scores, b.scores, rtol=1e-9)
+    # auto solves locally from ppr_local_min_passages on: here the demo's size
+    n = len(default_index.corpus)
+    auto = get_retriever(default_index, ppr_local_min_passages=n, ppr_eps=1e-4)
+    local = get_retriever(default_index, ppr="local", ppr_eps=1e-4)
+    batch = auto.search_batch(qs, k=10)
+    for q, c in zip(qs, batch, strict=True):
+        assert local.search(q, k=10).ids == c.ids
+    assert any(  # really another solver: some scores move
+        not np.allclose(local.search(q, k=10).scores, power.search(q, k=10).scores) for q in qs
+    )
+
+
 def test_beats_rrf_on_the_demo(demo_dataset, default_index):
     results = evaluate(default_index, demo_dataset, ["rrf", "multihop"], progress=False)
     by = {r.label: r.metrics for r in results}
@@ -169,8 +189,11 @@ def test_ranker_with_other_features_is_refused(tmp_path, default_index):
 
 @pytest.mark.parametrize(
     ("param", "value"),
-    [("depth", 0), ("anchors", -1), ("alpha", 1.5), ("gcs_alpha", -0.1), ("rewrite_k", -1)],
-)
+    [
+        ("depth", 0), ("anchors", -1), ("alpha", 1.5), ("gcs_alpha", -0.1), ("rewrite_k", -1),
+        ("ppr_eps", -1e-7), ("ppr", "fast"), ("ppr_local_min_passages", 0),
+    ],
+)  # fmt: skip
 def test_bad_params_are_refused(default_index, param, value):
     with pytest.raises(ConfigError, match=param):
         get_retriever(default_index, **{param: value})

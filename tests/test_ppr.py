@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from hopgraph.graph import ppr_exact, ppr_power, ppr_push, row_normalize
+from hopgraph.graph import ppr_exact, ppr_power, ppr_power_local, ppr_push, row_normalize
 
 
 def random_graph(n: int, density: float, seed: int, dangling: bool = False) -> sp.csr_matrix:
@@ -76,3 +76,41 @@ def test_matches_networkx_pagerank():
 def test_row_normalize_handles_empty_rows():
     W = sp.csr_matrix(np.array([[1.0, 3.0], [0.0, 0.0]]))
     assert row_normalize(W).toarray().tolist() == [[0.25, 0.75], [0.0, 0.0]]
+
+
+def hub_graph(n: int, seed: int) -> sp.csr_matrix:
+    """A random graph plus one hub linked both ways with every node (the case the degree rule
+    skips)."""
+    rng = np.random.default_rng(seed)
+    W = sp.random(n, n, density=0.03, random_state=rng, format="lil")
+    W[0, :] = 1.0
+    W[:, 0] = 1.0
+    return row_normalize(sp.csr_matrix(W))
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_local_power_with_eps_zero_is_power_iteration(dangling):
+    P = random_graph(70, 0.05, 7, dangling)
+    s = seed_vector(70, 8)
+    for T in (1, 2, 5):
+        want = ppr_power(sp.csr_matrix(P.T), s, 0.15, max_iter=T)
+        np.testing.assert_allclose(ppr_power_local(P, s, 0.15, T, eps=0.0), want, atol=1e-15)
+    block = np.stack([s, seed_vector(70, 9)], axis=1)  # a (nodes, queries) block
+    want = ppr_power(sp.csr_matrix(P.T), block, 0.15, max_iter=5)
+    np.testing.assert_allclose(ppr_power_local(P, block, 0.15, 5, eps=0.0), want, atol=1e-15)
+
+
+def test_local_power_loses_mass_only_by_skipping_and_converges_as_eps_shrinks():
+    P = hub_graph(300, 11)
+    s = seed_vector(300, 12)
+    exact = ppr_power(sp.csr_matrix(P.T), s, 0.15, max_iter=5)
+    errors = []
+    for eps in (1e-2, 1e-3, 1e-4, 1e-6, 1e-9):
+        got = ppr_power_local(P, s, 0.15, 5, eps=eps)
+        assert np.all(got <= exact + 1e-15)  # skipping only ever removes mass
+        errors.append(np.abs(exact - got).sum())
+    assert errors[0] > 0.01  # the hub (degree ~300) is skipped at eps = 1e-2: mass is lost
+    assert all(a >= b for a, b in zip(errors, errors[1:], strict=False))
+    assert errors[-1] < 1e-9
+    with pytest.raises(ValueError, match="eps must be >= 0"):
+        ppr_power_local(P, s, 0.15, 5, eps=-1.0)

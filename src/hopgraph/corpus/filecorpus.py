@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -72,6 +73,8 @@ class FileCorpus(Corpus):
         # opened now: a folder replaced later (a new generation of the index) leaves this
         # corpus reading the file it was opened on
         self._fd: int | None = os.open(self.path, os.O_RDONLY)
+        # closed when the corpus is collected or at exit (a __del__ may run after os is gone)
+        weakref.finalize(self, os.close, self._fd)
         self._offsets = line_offsets(self.path) if offsets is None else np.asarray(offsets)
         if ids is None:
             ids = [p.id for p in self]
@@ -121,7 +124,3 @@ class FileCorpus(Corpus):
     @property
     def ids(self) -> list[str]:
         return list(self._pos)
-
-    def __del__(self) -> None:
-        if getattr(self, "_fd", None) is not None:
-            os.close(self._fd)  # type: ignore[arg-type]

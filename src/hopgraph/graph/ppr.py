@@ -1,11 +1,14 @@
 """Personalized PageRank on a row-stochastic transition matrix ``P`` (CSR).
 
-All three solvers compute (or approximate) the fixed point of
+All solvers compute (or approximate) the fixed point of
 
     r = α·s + (1 − α)·Pᵀ·r
 
 where ``s`` is the seed (teleport) distribution and ``α`` the restart probability (SPRIG §3.3).
 Rows of ``P`` that are all zero (dangling nodes) leak their mass, identically in every solver.
+:func:`ppr_power` and :func:`ppr_power_local` stop after a fixed number of steps (the truncated
+series the retrieval methods use); :func:`ppr_power_local` touches only the seeds' neighbourhood,
+for graphs of millions of nodes where one full step costs ~50 ms.
 """
 
 from __future__ import annotations
@@ -51,6 +54,71 @@ def ppr_power(
             return nxt
         r = nxt
     return r
+
+
+def ppr_power_local(
+    P: sp.csr_matrix, s: np.ndarray, alpha: float, max_iter: int, eps: float
+) -> np.ndarray:
+    """:func:`ppr_power`'s ``max_iter`` steps, spreading only the mass worth spreading: a node
+    passes its mass on only while it exceeds ``eps`` times its out-degree (the forward-push rule
+    of Andersen, Chung & Lang 2006), so each step costs at most ``1/eps`` edge visits whatever the
+    graph's size, and high-degree hubs with little mass are skipped. The mass a skipped node would
+    have passed on is lost, so every entry is ≤ the exact one; ``eps=0`` gives :func:`ppr_power`
+    (to rounding). ``P`` is the transition matrix in CSR (rows = out-edges, not ``Pᵀ``); ``s`` is
+    one seed vector or a (nodes, queries) block, solved column by column."""
+    if eps < 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    P = sp.csr_matrix(P)
+    s = np.asarray(s, dtype=np.float64)
+    cols = s.reshape(s.shape[0], -1)
+    out = np.zeros_like(cols)
+    acc = np.zeros(s.shape[0])
+    mark = np.zeros(s.shape[0], dtype=np.bool_)
+    for j in range(cols.shape[1]):
+        seed_idx = np.flatnonzero(cols[:, j])
+        sup, val = _local(
+            P.indptr, P.indices, P.data, seed_idx, cols[seed_idx, j], float(alpha),
+            int(max_iter), float(eps), acc, mark,
+        )  # fmt: skip
+        out[sup, j] = val
+    return out.reshape(s.shape)
+
+
+def _local_loop(indptr, indices, data, seed_idx, seed_val, alpha, max_iter, eps, acc, mark):  # noqa: ANN001
+    """The steps of :func:`ppr_power_local` over CSR arrays, with a dense accumulator ``acc``
+    and ``mark`` (all zero / False on entry and on return) and a list of the touched nodes."""
+    sup = seed_idx.copy()
+    val = seed_val.copy()
+    touched = np.empty(acc.shape[0], dtype=np.int64)
+    for _ in range(max_iter):
+        nt = 0
+        for k in range(seed_idx.shape[0]):
+            u = seed_idx[k]
+            if not mark[u]:
+                mark[u] = True
+                touched[nt] = u
+                nt += 1
+            acc[u] += alpha * seed_val[k]
+        for k in range(sup.shape[0]):
+            u = sup[k]
+            if val[k] <= eps * (indptr[u + 1] - indptr[u]):
+                continue
+            spread = (1.0 - alpha) * val[k]
+            for j in range(indptr[u], indptr[u + 1]):
+                v = indices[j]
+                if not mark[v]:
+                    mark[v] = True
+                    touched[nt] = v
+                    nt += 1
+                acc[v] += spread * data[j]
+        sup = touched[:nt].copy()
+        val = np.empty(nt)
+        for k in range(nt):
+            v = sup[k]
+            val[k] = acc[v]
+            acc[v] = 0.0
+            mark[v] = False
+    return sup, val
 
 
 def ppr_push(
@@ -104,3 +172,4 @@ def _push_loop(indptr, indices, data, s, alpha, eps, max_pushes):  # noqa: ANN00
 
 
 _push = njit(cache=True, nogil=True)(_push_loop) if njit is not None else _push_loop
+_local = njit(cache=True, nogil=True)(_local_loop) if njit is not None else _local_loop

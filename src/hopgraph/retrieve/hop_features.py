@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hopgraph.graph.cohesion import graph_cohesive_smoothing, shared_entity_adjacency
-from hopgraph.graph.ppr import ppr_power
+from hopgraph.graph.ppr import ppr_power, ppr_power_local
 from hopgraph.index import Index
 from hopgraph.retrieve.operators import reciprocal_rank_fusion
 from hopgraph.retrieve.ranking import top_k
@@ -66,6 +66,9 @@ class HopSettings:
     k_rrf: float = 60.0
     alpha: float = 0.15
     max_iter: int = 5
+    ppr: str = "auto"
+    ppr_eps: float = 1e-7
+    ppr_local_min_passages: int = 100_000
     hub_penalty: float = 0.5
     entity_q: float = 0.5
     seed_k: int = 5
@@ -212,7 +215,10 @@ def first_hops(
         s_d[top] = passage_weights(np.zeros(len(top)), "rank")
         seeds[:, j] = mix_seeds(s_e, s_d, "l1")
         firsts.append((query, qvec, bm25, cos, b_list, d_list, fused, q_ents))
-    ppr_all = ppr_power(g.PT, seeds, s.alpha, s.max_iter)[:n]  # a zero seed stays zero
+    if s.ppr == "local" or (s.ppr == "auto" and n >= s.ppr_local_min_passages):
+        ppr_all = ppr_power_local(g.P, seeds, s.alpha, s.max_iter, s.ppr_eps)[:n]
+    else:
+        ppr_all = ppr_power(g.PT, seeds, s.alpha, s.max_iter)[:n]  # a zero seed stays zero
     out = []
     for j, (query, qvec, bm25, cos, b_list, d_list, fused, q_ents) in enumerate(firsts):
         ppr = np.ascontiguousarray(ppr_all[:, j])

@@ -56,6 +56,15 @@ class MultihopParams:
     k_rrf: float = option(60.0, "RRF constant")
     alpha: float = option(0.15, "PPR restart probability")
     max_iter: int = option(5, "PPR power iterations")
+    ppr: str = option(
+        "auto",
+        "PPR solver: power = every step over the whole graph; local = only nodes whose mass "
+        "exceeds ppr_eps x their degree spread it (cost independent of the graph's size); "
+        "auto = local from ppr_local_min_passages passages on",
+        choices=("auto", "power", "local"),
+    )
+    ppr_eps: float = option(1e-7, "local PPR: a node spreads its mass while above eps x degree")
+    ppr_local_min_passages: int = option(100_000, "ppr=auto solves locally from this many")
     hub_penalty: float = option(0.5, "passage→entity edges scaled by df^-p")
     entity_q: float = option(0.5, "query-entity seeds weighted df^-q")
     seed_k: int = option(5, "RRF top passages seeding PPR")
@@ -69,8 +78,10 @@ class MultihopParams:
 
     def validate(self) -> None:
         for name in ("depth", "anchors", "bridge_cap", "max_iter", "seed_k",
-                     "own_page_boost", "rewrite_anchors"):  # fmt: skip
+                     "own_page_boost", "rewrite_anchors", "ppr_local_min_passages"):  # fmt: skip
             positive(name, getattr(self, name))
+        if self.ppr_eps < 0:
+            raise ConfigError(f"option 'ppr_eps' must be >= 0, got {self.ppr_eps}")
         for name in ("rewrite_entities", "rewrite_k"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"option {name!r} must be >= 0, got {getattr(self, name)}")
