@@ -118,6 +118,11 @@ def build_index(
     built_opts = {
         n: make_options(c.Options, opts.get(n), what=f"part {n!r}") for n, c in classes.items()
     }
+    if "dense" in built_opts and built_opts["dense"].passage_encoder_for(len(corpus)) != "same":
+        say(
+            "dense: passages encoded by PyTorch with bf16 weights (the CPU has bf16; cosine "
+            "~0.9999 to fp32), queries by the configured encoder [dense.passage_encoder=auto]"
+        )
     streamed = [n for n in order if classes[n].segmentable]
     seconds = _segments_stage(corpus, work, streamed, classes, built_opts, batch_size, progress)
 
