@@ -196,9 +196,9 @@ def test_torch_bf16_passages_match_onnx_fp32_queries(fp32, demo_dataset):
 @needs_bf16
 def test_streamed_build_encodes_passages_with_torch_bf16_and_records_it(tmp_path, fp32):
     pytest.importorskip("torch")
+    from hopgraph import build_index
     from hopgraph.corpus import load_corpus
     from hopgraph.data import demo_dataset_path
-    from hopgraph import build_index
     from hopgraph.retrieve import get_retriever
 
     path = demo_dataset_path()

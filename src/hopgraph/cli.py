@@ -83,10 +83,27 @@ def cli() -> None:
     "--resume", is_flag=True,
     help="continue a stopped build of OUTPUT (same corpus, parts, options, batch size)",
 )  # fmt: skip
+@click.option(
+    "--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+    help="where the per-passage work runs: this process, or Ray Data on a Ray cluster",
+)  # fmt: skip
+@click.option(
+    "--address", default=None,
+    help="--engine ray: the cluster to join (e.g. 10.0.0.5:6379, or 'auto'); default: a local one",
+)  # fmt: skip
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=None,
+    help="--engine ray: actors making segments [default: the cluster's CPUs / --cpus-per-worker]",
+)  # fmt: skip
+@click.option(
+    "--cpus-per-worker", type=click.IntRange(min=1), default=1, show_default=True,
+    help="--engine ray: CPUs (and encoder threads) of each actor",
+)  # fmt: skip
 @click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
 def index_cmd(
-    corpus, output, parts, sets, no_detect, chunk_words, fmt, batch_size, resume, data_dir, quiet
+    corpus, output, parts, sets, no_detect, chunk_words, fmt, batch_size, resume, engine,
+    address, workers, cpus_per_worker, data_dir, quiet,
 ) -> None:  # fmt: skip
     """Build an index of CORPUS (a file or folder in any supported format) into OUTPUT.
 
@@ -98,8 +115,15 @@ def index_cmd(
     The corpus is read as a stream and indexed in batches (--batch-size), so memory stays
     bounded whatever its size; the work lives in OUTPUT.partial until the index is written.
     A build stopped at any point (Ctrl-C, a kill, a reboot) continues with --resume from its
-    last complete batch, and gives the same index as a build that never stopped."""
-    from hopgraph.index.streaming import build_index
+    last complete batch, and gives the same index as a build that never stopped.
+
+    With --engine ray the batches' per-passage work (tokeniser, encoder, NER) runs as Ray Data
+    map_batches on a Ray cluster (--address; a local one by default); this process reads the
+    corpus, writes the segments it gets back and merges them, as a local build does."""
+    from hopgraph.index.streaming import EngineOptions, build_index
+
+    if engine == "local" and (address or workers):
+        raise click.BadParameter("--address and --workers need --engine ray", param_hint="--engine")
 
     options = split_part_options(parse_assignments(sets))
     names = _csv(parts) if parts is not None else None
@@ -119,6 +143,7 @@ def index_cmd(
             resume=resume,
             progress=not quiet,
             log=lambda line: click.echo(line, err=True),
+            engine=EngineOptions(engine, address, workers, cpus_per_worker),
         )
     except KeyboardInterrupt:
         click.echo(

@@ -90,6 +90,10 @@ class FileCorpus(Corpus):
         """Byte offset of each passage's line, and the end of the file."""
         return self._offsets
 
+    def lines(self, start: int, stop: int) -> bytes:
+        """The JSON lines of passages ``start`` to ``stop`` (exclusive), as stored."""
+        return self._read(start, stop)
+
     def _read(self, start: int, stop: int) -> bytes:
         assert self._fd is not None
         lo, hi = int(self._offsets[start]), int(self._offsets[stop])

@@ -29,6 +29,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,23 @@ from hopgraph.index.store import Index, PartOptions, dependency_order
 
 DEFAULT_BATCH = 5_000  # a bar update every minute or so at encoder speed
 PLAN_VERSION = 1
+ENGINES = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Where the segments' per-passage work runs: ``local`` (this process) or ``ray``
+    (Ray Data on the cluster at ``address``, a local one when None; ``workers`` actors of
+    ``cpus_per_worker`` CPUs, default as many as the cluster holds)."""
+
+    engine: str = "local"
+    address: str | None = None
+    workers: int | None = None
+    cpus_per_worker: int = 1
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise HopgraphError(f"engine must be one of {list(ENGINES)}, got {self.engine!r}")
 
 
 class PartialBuildError(HopgraphError):
@@ -70,6 +88,7 @@ def build_index(
     resume: bool = False,
     progress: bool = True,
     log: Any = None,
+    engine: EngineOptions | None = None,
 ) -> Index:
     """Build the index of the corpus at ``source`` into the folder ``out``, in batches of
     ``batch_size`` passages; returns the saved index (its passages read from ``out`` on demand).
@@ -78,7 +97,9 @@ def build_index(
     are detected from its titles as :meth:`Index.build` does (``options`` win). ``resume``
     continues a build of the same plan that was stopped; without it, a partial build of
     ``out`` in the way raises :class:`PartialBuildError`. ``log``: a function given one line of
-    text per stage (the CLI prints them).
+    text per stage (the CLI prints them). ``engine``: where the per-passage work runs (this
+    process by default; ``EngineOptions("ray", ...)`` on a Ray cluster); it does not change
+    the index, so a build may resume on another engine.
     """
     from hopgraph import __version__
     from hopgraph.defaults import DEFAULT_PARTS, describe_detected, detected_options
@@ -124,7 +145,9 @@ def build_index(
             "~0.9999 to fp32), queries by the configured encoder [dense.passage_encoder=auto]"
         )
     streamed = [n for n in order if classes[n].segmentable]
-    seconds = _segments_stage(corpus, work, streamed, classes, built_opts, batch_size, progress)
+    seconds = _segments_stage(
+        corpus, work, streamed, classes, built_opts, batch_size, progress, engine or EngineOptions()
+    )
 
     folders = _segment_folders(work, len(corpus), batch_size)
     index = Index(corpus)
@@ -227,6 +250,29 @@ def _checked(passages: Iterable[Any]) -> Iterable[Any]:
         yield p
 
 
+def write_batch(
+    batch: Corpus, names: list[str], options: dict[str, Any], contexts: dict[str, Any], dest: Path
+) -> dict[str, float]:
+    """The per-passage work of one batch: each part's segment in ``dest/<part>/`` (the same
+    on every engine); returns the seconds each part took."""
+    secs: dict[str, float] = {}
+    for name in names:
+        (dest / name).mkdir()
+        t0 = time.perf_counter()
+        part_class(name).write_segment(batch, options[name], dest / name, contexts.get(name))
+        secs[name] = time.perf_counter() - t0
+    return secs
+
+
+def _commit_segment(
+    tmp: Path, folder: Path, rows: tuple[int, int], secs: dict[str, float], **extra: Any
+) -> None:
+    meta = {"rows": list(rows), "seconds": secs, **extra}
+    write_synced(tmp / "segment.json", json.dumps(meta))
+    fsync_tree(tmp)
+    os.replace(tmp, folder)  # the batch is complete
+
+
 def _segments_stage(
     corpus: FileCorpus,
     work: Path,
@@ -235,6 +281,7 @@ def _segments_stage(
     options: dict[str, Any],
     batch_size: int,
     progress: bool,
+    engine: EngineOptions,
 ) -> dict[str, float]:
     """Write the missing segments; returns the seconds each part spent in all of them."""
     root = work / "segments"
@@ -247,6 +294,11 @@ def _segments_stage(
     contexts = {}
     if len(done) < len(folders):  # what each batch needs from the whole corpus (aliases)
         contexts = {name: classes[name].segment_context(corpus, options[name]) for name in names}
+    todo = [
+        (b, b * batch_size, min(n, (b + 1) * batch_size))
+        for b, f in enumerate(folders)
+        if not f.exists()
+    ]
     bar = tqdm(
         total=n,
         initial=sum(_segment_rows(f) for f in done),
@@ -256,24 +308,37 @@ def _segments_stage(
         smoothing=0.05,
     )
     try:
-        for b, folder in enumerate(folders):
-            if folder.exists():
-                continue
-            lo, hi = b * batch_size, min(n, (b + 1) * batch_size)
-            batch = Corpus(corpus[lo:hi], source=corpus.source)
-            tmp = root / f".{folder.name}.tmp"
-            tmp.mkdir()
-            secs: dict[str, float] = {}
-            for name in names:
-                (tmp / name).mkdir()
-                bar.set_postfix_str(name, refresh=False)
-                t0 = time.perf_counter()
-                classes[name].write_segment(batch, options[name], tmp / name, contexts[name])
-                secs[name] = time.perf_counter() - t0
-            write_synced(tmp / "segment.json", json.dumps({"rows": [lo, hi], "seconds": secs}))
-            fsync_tree(tmp)
-            os.replace(tmp, folder)  # the batch is complete
-            bar.update(hi - lo)
+        if engine.engine == "ray" and todo:
+            from hopgraph.index.ray_engine import ray_segments, unpack_folder
+
+            bar.set_postfix_str("ray", refresh=False)
+            made = ray_segments(
+                corpus.lines,
+                todo,
+                names,
+                options,
+                contexts,
+                address=engine.address,
+                workers=engine.workers,
+                cpus_per_worker=engine.cpus_per_worker,
+                source=str(corpus.source) if corpus.source else None,
+            )
+            rows = {b: (lo, hi) for b, lo, hi in todo}
+            for b, packed, info in made:
+                tmp = root / f".{folders[b].name}.tmp"
+                tmp.mkdir()
+                unpack_folder(packed, tmp)
+                _commit_segment(tmp, folders[b], rows[b], info["seconds"], node=info["node"])
+                bar.update(rows[b][1] - rows[b][0])
+        else:
+            for b, lo, hi in todo:
+                batch = Corpus(corpus[lo:hi], source=corpus.source)
+                tmp = root / f".{folders[b].name}.tmp"
+                tmp.mkdir()
+                bar.set_postfix_str(", ".join(names), refresh=False)
+                secs = write_batch(batch, names, options, contexts, tmp)
+                _commit_segment(tmp, folders[b], (lo, hi), secs)
+                bar.update(hi - lo)
     finally:
         bar.close()
     totals: dict[str, float] = {}

@@ -373,6 +373,11 @@ def _check_against_torch(st: Any, folder: Path, meta: dict[str, Any], name: str)
 
 
 def _cpu_count() -> int:
+    """Threads for ONNX Runtime: ``$HOPGRAPH_THREADS`` when set (a Ray actor sets it to its
+    CPUs), else the cores this process may run on."""
+    given = os.environ.get("HOPGRAPH_THREADS", "")
+    if given.isdigit() and int(given) > 0:
+        return int(given)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
