@@ -184,3 +184,63 @@ def writer_lock(path: Path, *, timeout: float = 60.0) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+class WriterRole:
+    """The writer role of an index folder ``path``: an advisory ``flock`` on ``.NAME.writer``
+    beside it, held for as long as the holder lives (the kernel drops it when the process
+    dies), with a line saying who holds it. Several servers may read one folder (on one
+    machine or on shared storage); one of them writes, and the others name it."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.file = self.path.parent / f".{self.path.name}.writer"
+        self._fd: int | None = None
+
+    def acquire(self, holder: str) -> bool:
+        """Take the role without waiting; record ``holder`` (who, where, how to reach it).
+        False when another process holds it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, holder.encode("utf-8"), 0)
+        os.fsync(fd)
+        self._fd = fd
+        return True
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def holder(self) -> str:
+        """Who holds the role, as its holder wrote it ("" when nobody ever did)."""
+        try:
+            return self.file.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return ""
+
+    def is_free(self) -> bool:
+        """Whether nobody holds the role now (its last holder may have stopped)."""
+        if self._fd is not None:
+            return False
+        try:
+            fd = os.open(self.file, os.O_RDONLY)
+        except OSError:
+            return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # releases the lock
+            self._fd = None

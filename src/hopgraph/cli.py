@@ -859,18 +859,35 @@ def demo_cmd(workdir, method) -> None:
 )  # fmt: skip
 @click.option("--no-verify", is_flag=True, help="skip the checksums when loading the index")
 @click.option(
+    "--role", type=click.Choice(["auto", "writer", "reader"]), default="auto", show_default=True,
+    help="writer: take INDEX_DIR's writer role (fail if taken); reader: never write; "
+    "auto: writer if the role is free",
+)  # fmt: skip
+@click.option(
+    "--reload-interval", type=click.FloatRange(0, 3600), default=1.0, show_default=True,
+    help="seconds between checks for a generation another process committed (0: never)",
+)  # fmt: skip
+@click.option(
+    "--advertise", default=None,
+    help="the URL clients reach this server at, shown to readers' clients as the writer's "
+    "[default: http://HOST:PORT]",
+)  # fmt: skip
+@click.option(
     "--log-level", default="info", show_default=True,
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
 )  # fmt: skip
 def serve_cmd(
     index_dir, host, port, max_query_chars, max_body_bytes, max_k, max_batch, max_add, sets,
-    no_verify, log_level,
+    no_verify, role, reload_interval, advertise, log_level,
 ) -> None:  # fmt: skip
     """Serve INDEX_DIR over HTTP: search, add and delete passages (JSON; API at /docs).
 
-    One process (no --workers): updates are serialized by a lock inside it, each saved
-    atomically over INDEX_DIR, so do not serve one folder from two processes or run
-    `hopgraph add`/`delete` on it while it is served (one would undo the other's updates)."""
+    Several servers may serve one folder (one machine, or shared storage): the first takes its
+    writer role and takes additions and deletions, each saved atomically over INDEX_DIR as a
+    new generation; the others only read, answer writes 409 naming the writer, and serve each
+    new generation within --reload-interval seconds, without a restart (docs/serve.md: readers
+    behind a load balancer). `hopgraph add`/`delete` on a served folder take turns with the
+    writer, and every server picks their generation up the same way."""
     try:
         import uvicorn
 
@@ -890,6 +907,7 @@ def serve_cmd(
     settings = Settings(
         max_query_chars=max_query_chars, max_body_bytes=max_body_bytes, max_k=max_k,
         max_batch=max_batch, max_add=max_add, verify=not no_verify, method_params=method_params,
+        role=role, reload_interval=reload_interval, address=advertise or f"http://{host}:{port}",
     )  # fmt: skip
     app = create_app(index_dir, settings)
     served = app.state.served.snapshot.index
@@ -898,6 +916,8 @@ def serve_cmd(
         f"on http://{host}:{port} (API docs at /docs)",
         err=True,
     )
+    if app.state.served.role == "reader":
+        click.echo(f"read-only: the writer is {app.state.served.writer()}", err=True)
     from hopgraph.defaults import DEFAULT_METHOD, DEFAULT_PARTS
     from hopgraph.index.store import missing_parts_message
 

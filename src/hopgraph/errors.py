@@ -54,5 +54,9 @@ class NotUpdatableError(UpdateError):
     live updates, a part without ``update``): rebuild the index instead."""
 
 
+class NotWriterError(UpdateError):
+    """This server reads the index; another process holds the writer role of its folder."""
+
+
 class WriterBusyError(UpdateError):
     """Another process holds the index folder's writer lock (a server, or another update)."""

@@ -71,6 +71,8 @@ class Index:
         self.update_seconds: dict[str, float] = {}  # of the last update, per part
         self.path: Path | None = None
         self.manifest_digest: str | None = None  # of the folder it was loaded from
+        # updates since the build (in the manifest: every process serving the folder agrees)
+        self.generation = 0
         # corpus settings detected when parts were built (hopgraph.index.detect), kept in the
         # manifest: what was detected and why
         self.detected: dict[str, Any] | None = None
@@ -190,6 +192,7 @@ class Index:
         corpus = Corpus(passages, source=self.corpus.source)
         out = Index(corpus)
         out.detected = self.detected
+        out.generation = self.generation + 1
         if not add and not delete:
             out.parts = dict(self.parts)
             return out
@@ -282,6 +285,7 @@ class Index:
                 "hopgraph_version": __version__,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "corpus": {"passages": len(self.corpus), "source": str(self.corpus.source or "")},
+                "generation": self.generation,
                 "parts": {n: {k: v for k, v in d.items()} for n, d in info["parts"].items()},
                 "files": file_table(tmp),
             }
@@ -320,6 +324,7 @@ class Index:
             if meta.get("build_seconds") is not None:
                 index.build_seconds[name] = meta["build_seconds"]
         index.detected = manifest.get("detected")
+        index.generation = int(manifest.get("generation", 0))
         index.path = root
         index.manifest_digest = digest
         return index

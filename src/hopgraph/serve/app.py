@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, status
@@ -29,6 +31,7 @@ from hopgraph.errors import (
     CorpusError,
     DuplicateIdError,
     HopgraphError,
+    NotWriterError,
     UnknownIdError,
     UpdateError,
 )
@@ -46,8 +49,10 @@ DESCRIPTION = """Multi-hop retrieval over one hopgraph index folder, with live u
 
 Searches run on an immutable snapshot of the index; an update (add or delete) builds the new
 index, saves it atomically over the folder, reloads it and then swaps the snapshot, so a search
-sees the index entirely before or entirely after an update. Updates are serialized by a lock
-inside the process: serve a folder from one process only.
+sees the index entirely before or entirely after an update. Several servers may serve one
+folder: one holds its writer role and takes updates (serialized by a lock); the others answer
+them 409 `not_the_writer` naming it, and load each generation it commits within
+`reload_interval` seconds (`GET /info`: `role`, `writer`, `generation`).
 
 A search that names no `method` (or names `default`) uses the recommended default method
 (`default_method` in `GET /info`); on an index without its parts it answers 422
@@ -84,10 +89,17 @@ def create_app(index_dir: str, settings: Settings | None = None) -> FastAPI:
     index raises :class:`~hopgraph.errors.IndexError_`)."""
     settings = settings or Settings()
     served = ServedIndex(index_dir, settings)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        served.close()  # stop following the folder, give up the writer role
+
     app = FastAPI(
         title="hopgraph",
         version=__version__,
         description=DESCRIPTION,
+        lifespan=lifespan,
     )
     app.state.served = served
     install_error_handlers(app)
@@ -222,6 +234,8 @@ def _router(served: ServedIndex) -> APIRouter:
             "default_available": any(m["default"] and m["available"] for m in methods),
             "methods": methods,
             "limits": settings.limits(),
+            "role": served.role,
+            "writer": served.writer(),
         }
 
     return router
@@ -291,6 +305,8 @@ def _update(
         raise ApiError(409, "duplicate_ids", str(exc), [{"ids": exc.ids[:20]}]) from None
     except UnknownIdError as exc:
         raise ApiError(404, "unknown_ids", str(exc), [{"ids": exc.ids[:20]}]) from None
+    except NotWriterError as exc:
+        raise ApiError(409, "not_the_writer", str(exc)) from None
     except UpdateError as exc:
         raise ApiError(409, "update_refused", str(exc)) from None
     except CorpusError as exc:

@@ -159,6 +159,8 @@ class Info(BaseModel):
     )
     methods: list[MethodInfo]
     limits: dict[str, int]
+    role: str = Field(description="writer (this server adds and deletes) or reader")
+    writer: str = Field(description="who writes the index folder: this server, or which process")
 
 
 class ErrorInfo(BaseModel):

@@ -10,6 +10,7 @@ from hopgraph.errors import ConfigError
 # Parameters a client may not choose: they name files or models the server would load. The
 # operator sets them with ``hopgraph serve --set METHOD.model=FOLDER``.
 SERVER_ONLY_PARAMS = frozenset({"model"})
+ROLES = ("auto", "writer", "reader")
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,11 @@ class Settings:
     max_cached_retrievers: int = 32  # (method, params) retrievers kept per index snapshot
     verify: bool = True  # check every file's checksum when the index is first loaded
     method_params: dict[str, dict[str, Any]] = field(default_factory=dict)  # fixed by the server
+    # writer = take the folder's writer role (fail if another process has it); reader = never
+    # write; auto = writer when the role is free, else reader
+    role: str = "auto"
+    reload_interval: float = 1.0  # seconds between checks for a generation committed elsewhere
+    address: str = ""  # how clients reach this server (written in the writer role's file)
 
     def __post_init__(self) -> None:
         for name in (
@@ -41,6 +47,13 @@ class Settings:
                 raise ConfigError(
                     f"server setting {name!r} must be a positive integer, got {value!r}"
                 )
+
+        if self.role not in ROLES:
+            raise ConfigError(f"server role must be one of {list(ROLES)}, got {self.role!r}")
+        if not 0 <= self.reload_interval <= 3600:
+            raise ConfigError(
+                f"reload_interval must be 0 (never) to 3600 seconds, got {self.reload_interval!r}"
+            )
 
     def limits(self) -> dict[str, int]:
         """The request limits, as /info reports them."""

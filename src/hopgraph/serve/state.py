@@ -7,7 +7,14 @@ atomically over the index folder, loads it back from disk (memory-mapped, so the
 state is exactly what is on disk), warms the retrievers the old snapshot had built, and
 publishes a new snapshot with one assignment. Searches meanwhile go on with the old snapshot,
 whose memory-mapped files stay readable after the folder is replaced (POSIX keeps unlinked
-files alive while mapped). The lock is per process: serve an index folder from one process.
+files alive while mapped).
+
+Several servers may serve one folder (on one machine, or on shared storage): one holds the
+folder's writer role (:class:`~hopgraph.atomic.WriterRole`, taken at start) and writes; the
+others answer writes with :class:`~hopgraph.errors.NotWriterError` naming it. Every server
+checks the folder's manifest every ``reload_interval`` seconds and, when another process has
+committed a new generation, loads it and publishes it the same way (so a reader serves a new
+generation within about that long, without a restart).
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import socket
 import threading
 import time
 from collections import OrderedDict
@@ -25,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.atomic import writer_lock
+from hopgraph.atomic import WriterRole, writer_lock
 from hopgraph.config import make_options
 from hopgraph.corpus import Passage
-from hopgraph.errors import ConfigError, HopgraphError
+from hopgraph.errors import ConfigError, HopgraphError, NotWriterError
 from hopgraph.index import Index
 from hopgraph.index.store import manifest_digest, missing_parts_message
 from hopgraph.retrieve import method_class
@@ -116,12 +125,85 @@ class ServedIndex:
         for method, params in self.settings.method_params.items():
             self.method_params.setdefault(resolve_method_name(method), {}).update(params)
         index = Index.load(self.path, verify=self.settings.verify)
-        self.snapshot = self._snapshot(index, 0)
+        self.snapshot = self._snapshot(index)
         self._write_lock = threading.Lock()
+        self.writer_role = WriterRole(self.path)
+        self.role = self._take_role()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        if self.settings.reload_interval > 0:
+            self._watcher = threading.Thread(
+                target=self._watch, name="hopgraph-reload", daemon=True
+            )
+            self._watcher.start()
 
-    def _snapshot(self, index: Index, generation: int) -> Snapshot:
+    def _snapshot(self, index: Index) -> Snapshot:
         cache = RetrieverCache(index, self.settings.max_cached_retrievers)
-        return Snapshot(index, generation, cache)
+        return Snapshot(index, index.generation, cache)
+
+    def _take_role(self) -> str:
+        wanted = self.settings.role
+        if wanted == "reader":
+            return "reader"
+        me = (
+            f"pid {os.getpid()} on {socket.gethostname()}"
+            + (f", serving {self.settings.address}" if self.settings.address else "")
+            + f", since {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"
+        )
+        if self.writer_role.acquire(me):
+            return "writer"
+        if wanted == "writer":
+            raise ConfigError(
+                f"{self.path} already has a writer ({self.writer_role.holder() or 'unknown'}); "
+                "start this server with --role reader, or stop that one"
+            )
+        log.info("%s is written by %s: serving it read-only", self.path, self.writer_role.holder())
+        return "reader"
+
+    def close(self) -> None:
+        """Stop watching the folder and give up the writer role."""
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=10)
+        self.writer_role.release()
+
+    def writer(self) -> str:
+        """Who writes this folder, in words."""
+        if self.role == "writer":
+            return "this server"
+        if self.writer_role.is_free():
+            last = self.writer_role.holder()
+            return "nobody now" + (f" (the last writer, {last}, has stopped)" if last else "")
+        return self.writer_role.holder() or "another process"
+
+    # -- following commits of other processes ---------------------------------------------
+    def _watch(self) -> None:
+        while not self._stop.wait(self.settings.reload_interval):
+            try:
+                self.reload_if_changed()
+            except Exception:  # noqa: BLE001 - keep serving the generation we have
+                log.exception("checking %s for a new generation failed", self.path)
+
+    def reload_if_changed(self) -> bool:
+        """Serve the generation on disk if another process committed one; True if it did."""
+        try:
+            digest = manifest_digest(self.path)
+        except OSError:  # the folder is being replaced this instant: next time
+            return False
+        if digest is None or digest == self.snapshot.index.manifest_digest:
+            return False
+        with self._write_lock:  # not while this process commits one itself
+            old = self.snapshot
+            if manifest_digest(self.path) == old.index.manifest_digest:
+                return False
+            index = Index.load(self.path, verify=False)
+            snap = self._snapshot(index)
+            self._warm(snap, old.retrievers.entries())
+            self.snapshot = snap
+        log.info(
+            "generation %d loaded from %s (%d passages)", snap.generation, self.path, len(index)
+        )
+        return True
 
     def _check_server_params(self) -> None:
         for method, params in self.settings.method_params.items():
@@ -174,6 +256,11 @@ class ServedIndex:
         is on disk. Raises the index's :class:`~hopgraph.errors.UpdateError` kinds (nothing is
         changed then)."""
         add, delete = list(add), list(delete)
+        if self.role != "writer":
+            raise NotWriterError(
+                f"this server only reads {self.path}; its writer is {self.writer()}: send "
+                "additions and deletions there"
+            )
         with self._write_lock, writer_lock(self.path):
             t0 = time.perf_counter()
             old = self.snapshot
@@ -189,7 +276,7 @@ class ServedIndex:
             except Exception:  # noqa: BLE001 - the folder holds `new`: serve the object we have
                 log.exception("reloading %s after an update failed; serving it as built", self.path)
                 loaded = new
-            snap = self._snapshot(loaded, old.generation + 1)
+            snap = self._snapshot(loaded)
             self._warm(snap, old.retrievers.entries())
             self.snapshot = snap  # the single publishing assignment
             seconds = time.perf_counter() - t0
