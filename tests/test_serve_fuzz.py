@@ -140,21 +140,43 @@ def check_error_shape(r) -> None:
         assert isinstance(error["type"], str) and isinstance(error["message"], str)
 
 
-def test_random_requests_never_get_a_500(index_dir, demo_dataset):
+TOKEN = "fuzz-token-0123456789abcdef"
+AUTH = st.sampled_from(
+    [None, f"Bearer {TOKEN}", f"bearer {TOKEN}", "Bearer wrong-token-0123456789", f"Basic {TOKEN}",
+     "Bearer", ""]
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("token", ["", TOKEN], ids=["open", "token"])
+def test_random_requests_never_get_a_500(index_dir, demo_dataset, token):
+    from dataclasses import replace
+
+    from hopgraph.serve.auth import is_write
+
     expected = {p.id: p.text for p in demo_dataset.corpus}
-    client = TestClient(create_app(str(index_dir), LIMITS), raise_server_exceptions=False)
+    limits = replace(LIMITS, token=token)
+    client = TestClient(create_app(str(index_dir), limits), raise_server_exceptions=False)
     statuses: dict[int, int] = {}
 
     @settings(
         max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None
     )
-    @given(request=requests, ctype=st.just("application/json") | st.sampled_from(CONTENT_TYPES))
-    def one(request: tuple[tuple[str, str], bytes], ctype: str) -> None:
+    @given(
+        request=requests,
+        ctype=st.just("application/json") | st.sampled_from(CONTENT_TYPES),
+        auth=AUTH if token else st.just(None),
+    )
+    def one(request: tuple[tuple[str, str], bytes], ctype: str, auth: str | None) -> None:
         (method, path), body = request
         headers = {"content-type": ctype.encode("latin-1")} if ctype else {}
+        if auth is not None:
+            headers["authorization"] = auth.encode()
         r = client.request(method, path, content=body, headers=headers)
         statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
         assert r.status_code < 500, (method, path, body[:200], r.text[:300])
+        authorized = auth is not None and auth.lower() == f"bearer {TOKEN}".lower()
+        if token and is_write(method, r.request.url.path) and not authorized:
+            assert r.status_code == 401, (method, path, auth, r.status_code)
         check_error_shape(r)
         # keep the model of the corpus in step with the updates the server accepted
         if r.status_code == 201:

@@ -868,6 +868,15 @@ def demo_cmd(workdir, method) -> None:
     help="seconds between checks for a generation another process committed (0: never)",
 )  # fmt: skip
 @click.option(
+    "--token", envvar="HOPGRAPH_TOKEN", default=None, show_envvar=True,
+    help="bearer token every write needs (prefer the environment variable: a command line is "
+    "visible to other users); required to listen beyond loopback unless --role reader",
+)  # fmt: skip
+@click.option(
+    "--protect-reads", is_flag=True,
+    help="also require the token for searches and passages (all but GET /health)",
+)  # fmt: skip
+@click.option(
     "--advertise", default=None,
     help="the URL clients reach this server at, shown to readers' clients as the writer's "
     "[default: http://HOST:PORT]",
@@ -878,7 +887,7 @@ def demo_cmd(workdir, method) -> None:
 )  # fmt: skip
 def serve_cmd(
     index_dir, host, port, max_query_chars, max_body_bytes, max_k, max_batch, max_add, sets,
-    no_verify, role, reload_interval, advertise, log_level,
+    no_verify, role, reload_interval, token, protect_reads, advertise, log_level,
 ) -> None:  # fmt: skip
     """Serve INDEX_DIR over HTTP: search, add and delete passages (JSON; API at /docs).
 
@@ -898,6 +907,15 @@ def serve_cmd(
             "pip install 'hopgraph[serve]'"
         ) from None
 
+    from hopgraph.serve.auth import is_loopback
+
+    if not token and role != "reader" and not is_loopback(host):
+        raise ConfigError(
+            f"refusing to listen on {host} without a token: anyone who reaches the port could "
+            "add and delete passages. Set HOPGRAPH_TOKEN (make one with: python -c 'import "
+            "secrets; print(secrets.token_urlsafe(32))') and send `Authorization: Bearer "
+            "<token>` with writes; or listen on 127.0.0.1; or serve read-only (--role reader)"
+        )
     method_params: dict[str, dict[str, str]] = {}
     for key, value in parse_assignments(sets).items():
         method, dot, name = key.partition(".")
@@ -908,6 +926,7 @@ def serve_cmd(
         max_query_chars=max_query_chars, max_body_bytes=max_body_bytes, max_k=max_k,
         max_batch=max_batch, max_add=max_add, verify=not no_verify, method_params=method_params,
         role=role, reload_interval=reload_interval, address=advertise or f"http://{host}:{port}",
+        token=token or "", protect_reads=protect_reads,
     )  # fmt: skip
     app = create_app(index_dir, settings)
     served = app.state.served.snapshot.index

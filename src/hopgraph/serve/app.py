@@ -39,6 +39,7 @@ from hopgraph.retrieve import list_methods, method_class
 from hopgraph.retrieve.base import DEFAULT_METHOD, Retriever, method_parts
 from hopgraph.retrieve.ranking import Ranking
 from hopgraph.serve import schemas as s
+from hopgraph.serve.auth import TokenMiddleware
 from hopgraph.serve.jsonbody import StrictJSONRoute
 from hopgraph.serve.limits import BodyLimitMiddleware
 from hopgraph.serve.problems import ApiError, install_error_handlers
@@ -104,6 +105,10 @@ def create_app(index_dir: str, settings: Settings | None = None) -> FastAPI:
     app.state.served = served
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    if settings.token:  # added last: runs first, before any body is read
+        app.add_middleware(
+            TokenMiddleware, token=settings.token, protect_reads=settings.protect_reads
+        )
     app.include_router(_router(served))
     return app
 
@@ -236,6 +241,7 @@ def _router(served: ServedIndex) -> APIRouter:
             "limits": settings.limits(),
             "role": served.role,
             "writer": served.writer(),
+            "auth": {"writes": bool(settings.token), "reads": settings.protect_reads},
         }
 
     return router

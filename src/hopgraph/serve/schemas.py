@@ -161,6 +161,9 @@ class Info(BaseModel):
     limits: dict[str, int]
     role: str = Field(description="writer (this server adds and deletes) or reader")
     writer: str = Field(description="who writes the index folder: this server, or which process")
+    auth: dict[str, bool] = Field(
+        description="which requests need `Authorization: Bearer <token>`: writes, reads"
+    )
 
 
 class ErrorInfo(BaseModel):

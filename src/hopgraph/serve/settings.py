@@ -31,6 +31,9 @@ class Settings:
     role: str = "auto"
     reload_interval: float = 1.0  # seconds between checks for a generation committed elsewhere
     address: str = ""  # how clients reach this server (written in the writer role's file)
+    # bearer token every write needs (and every read but /health with protect_reads); "" = none
+    token: str = field(default="", repr=False)
+    protect_reads: bool = False
 
     def __post_init__(self) -> None:
         for name in (
@@ -48,6 +51,13 @@ class Settings:
                     f"server setting {name!r} must be a positive integer, got {value!r}"
                 )
 
+        if self.protect_reads and not self.token:
+            raise ConfigError("protect_reads needs a token (--token or HOPGRAPH_TOKEN)")
+        if self.token and (len(self.token) < 16 or self.token != self.token.strip()):
+            raise ConfigError(
+                "the token must be at least 16 characters without surrounding spaces; make one "
+                "with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            )
         if self.role not in ROLES:
             raise ConfigError(f"server role must be one of {list(ROLES)}, got {self.role!r}")
         if not 0 <= self.reload_interval <= 3600:
