@@ -216,3 +216,16 @@ def test_training_is_reproducible_and_the_model_ranks(tmp_path, demo_dataset, de
     # a retriever uses a model file given as a parameter
     r = get_retriever(default_index, model=str(a))
     assert r.search(demo_dataset.questions[0].text, k=5).ids
+
+
+def test_rank_features_of_candidates_equal_the_dense_ranks():
+    from hopgraph.retrieve.hop_features import _neg_log_ranks
+
+    rng = np.random.default_rng(3)
+    n = 500
+    for _ in range(20):
+        order = rng.choice(n, size=rng.integers(0, 120), replace=False)
+        rows = rng.choice(n, size=rng.integers(0, 80), replace=False)
+        dense = np.full(n, -np.log1p(n))  # the n-sized reference: every row's value
+        dense[order] = -np.log1p(np.arange(1, len(order) + 1))
+        np.testing.assert_array_equal(_neg_log_ranks(order, rows, n), dense[rows])

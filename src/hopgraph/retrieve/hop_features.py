@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -164,12 +164,25 @@ class FirstHop:
     p_list: np.ndarray
     fused: np.ndarray
     query_entities: np.ndarray
-    rank_feats: np.ndarray = field(repr=False)  # n × 4: −log(1 + rank) in bm25, dense, ppr, rrf
+
+    def rank_features(self, rows: np.ndarray) -> np.ndarray:
+        """(len(rows), 4): −log(1 + rank) of each row in the bm25, dense, PPR and RRF lists
+        (−log(1 + n) when it is not in one), computed for these rows only: no n-sized arrays
+        per query, which at a million passages cost more than the rest of the features."""
+        n = len(self.bm25)
+        return np.stack(
+            [_neg_log_ranks(order, rows, n) for order in
+             (self.b_list, self.d_list, self.p_list, self.fused)],
+            axis=1,
+        )  # fmt: skip
 
 
-def _neg_log_rank(order: np.ndarray, n: int) -> np.ndarray:
-    out = np.full(n, -np.log1p(n), np.float64)
-    out[order] = -np.log1p(np.arange(1, len(order) + 1))
+def _neg_log_ranks(order: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    out = np.full(len(rows), -np.log1p(n), np.float64)
+    if len(order) and len(rows):
+        hit = np.asarray(rows)[:, None] == np.asarray(order)[None, :]  # rows × list
+        found = hit.any(axis=1)
+        out[found] = -np.log1p(hit[found].argmax(axis=1) + 1)
     return out
 
 
@@ -223,10 +236,7 @@ def first_hops(
     for j, (query, qvec, bm25, cos, b_list, d_list, fused, q_ents) in enumerate(firsts):
         ppr = np.ascontiguousarray(ppr_all[:, j])
         p_list = top_k(ppr, deep, positive_only=True)
-        ranks = np.stack([_neg_log_rank(x, n) for x in (b_list, d_list, p_list, fused)], axis=1)
-        out.append(
-            FirstHop(query, qvec, bm25, cos, ppr, b_list, d_list, p_list, fused, q_ents, ranks)
-        )
+        out.append(FirstHop(query, qvec, bm25, cos, ppr, b_list, d_list, p_list, fused, q_ents))
     return out
 
 
@@ -336,7 +346,7 @@ def features(
     X[:, COL["cosine_gap"]] = c - fh.cos.max(initial=0.0)
     pmax = fh.ppr.max(initial=0.0)
     X[:, COL["ppr"]] = fh.ppr[rows] / pmax if pmax > 0 else 0.0
-    X[:, COL["bm25_rank"] : COL["rrf_rank"] + 1] = fh.rank_feats[rows]
+    X[:, COL["bm25_rank"] : COL["rrf_rank"] + 1] = fh.rank_features(rows)
     q_ents = fh.query_entities
     M = maps.binary[rows]
     if q_ents.size:
