@@ -247,3 +247,23 @@ def test_a_server_and_the_cli_take_turns_and_lose_no_update(demo_dataset, tmp_pa
     served.update(add=[corpus[7]])  # starts from the folder, not from its stale snapshot
     assert Index.load(path).corpus.ids == [p.id for p in corpus[:8]]
     assert served.snapshot.index.corpus.ids == [p.id for p in corpus[:8]]
+
+
+def test_the_corpus_graph_leaves_the_entity_counts_alone(demo_dataset):
+    """Issue 19's open item: building or updating the corpus graph's shared-entity edges set
+    the entities part's mention counts to 1 in place (the float32 conversion shared the array),
+    so `graph` ranked differently from an index without the corpus graph."""
+    corpus = demo_dataset.corpus
+    opts = {k: FAST_OPTIONS[k] for k in ("entities", "corpus_graph")}
+    base = Corpus(corpus[:-5])
+    with_graph = Index.build(base, ["sparse", "entities", "corpus_graph"], opts, progress=False)
+    alone = Index.build(base, ["sparse", "entities"], opts, progress=False)
+    assert alone.parts["entities"].mentions.data.max() > 1  # counts, not 0/1 flags
+    queries = [q.text for q in demo_dataset.questions]
+    for a, b in (
+        (with_graph, alone),
+        (with_graph.updated(add=corpus[-5:]), alone.updated(add=corpus[-5:])),
+    ):
+        ma, mb = a.parts["entities"].mentions, b.parts["entities"].mentions
+        assert (ma != mb).nnz == 0
+        assert_same_rankings(a, b, [("graph", {})], queries)

@@ -186,7 +186,10 @@ def knn_graph(vectors: np.ndarray, k: int, progress: bool = False) -> sp.csr_mat
 
 def shared_entity_graph(mentions: sp.csr_matrix, max_df: int) -> sp.csr_matrix:
     """Passages joined when they name a common entity named by 2..max_df passages."""
-    m = sp.csr_matrix(mentions, dtype=np.float32)
+    # a copy: with float32 mentions the conversion shares the entities part's count array,
+    # and setting it to 1 turned every stored mention count into 1 (SPRIG's TF-IDF edge
+    # weights then differed from a fresh build's: issue 19's "graph top-10 after updates")
+    m = sp.csr_matrix(mentions, dtype=np.float32, copy=True)
     m.data[:] = 1.0
     df = np.asarray(m.sum(axis=0)).ravel()
     keep = sp.diags(((df >= 2) & (df <= max_df)).astype(np.float32))
