@@ -131,6 +131,30 @@ def test_a_crash_between_the_fallback_renames_is_recovered(tmp_path, demo_datase
     assert len(index) == 6 and path.is_dir()
 
 
+def test_readers_leave_a_locked_swap_alone(tmp_path, demo_dataset):
+    """While a writer holds the folder's lock it may be between the fallback's two renames
+    (NFS has no atomic exchange): a reader must not put the old folder back under it. Once the
+    lock is free (the writer died), the next reader recovers; a new lock holder recovers too."""
+    from hopgraph.atomic import writer_lock
+    from hopgraph.errors import IndexError_
+
+    path = tmp_path / "ix"
+    Index.build(Corpus(demo_dataset.corpus[:6]), ["sparse"], progress=False).save(path)
+    old = tmp_path / ".ix.old-999999-abcdef12"
+    with writer_lock(path):
+        os.rename(path, old)  # this writer is "between its renames"
+        with pytest.raises(IndexError_):
+            Index.load(path)
+        assert old.is_dir() and not path.exists()  # left alone
+        os.rename(old, path)  # the writer finishes its swap
+    assert len(Index.load(path)) == 6
+    os.rename(path, old)  # a writer died between its renames: nobody holds the lock
+    assert len(Index.load(path)) == 6 and not old.exists()
+    os.rename(path, old)
+    with writer_lock(path):  # the next writer recovers as it takes the lock
+        assert path.is_dir() and not old.exists()
+
+
 def test_remove_debris_spares_live_writers(tmp_path):
     path = tmp_path / "ix"
     path.mkdir()

@@ -81,10 +81,16 @@ def replace_folder(path: Path) -> Iterator[Path]:
         raise
 
 
-def recover_folder(path: Path) -> None:
+def recover_folder(path: Path, *, force: bool = False) -> None:
     """If a writer died between the two renames of :func:`replace_folder`'s fallback, put the
-    previous folder back at ``path``."""
+    previous folder back at ``path``. Unless ``force`` (a writer holding the lock itself), a
+    reader leaves it alone while any process holds the folder's writer lock: that writer may be
+    between its two renames right now (file systems without an atomic exchange, such as NFS,
+    where several servers share one folder), and putting the old folder back would make its
+    second rename fail."""
     if path.exists():
+        return
+    if not force and _commit_lock_held(path):
         return
     olds = sorted(
         path.parent.glob(f".{path.name}.old-*"), key=lambda p: p.stat().st_mtime, reverse=True
@@ -98,10 +104,26 @@ def recover_folder(path: Path) -> None:
         return
 
 
+def _commit_lock_held(path: Path) -> bool:
+    """Whether some open file holds :func:`writer_lock` on ``path`` now."""
+    lock = path.parent / f".{path.name}.lock"
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def remove_debris(path: Path) -> None:
     """Remove the temporary and previous folders that writers killed mid-write left beside
     ``path`` (only those of processes no longer running: a live writer keeps its own)."""
-    recover_folder(path)
+    recover_folder(path, force=True)
     for p in path.parent.glob(f".{path.name}.*-*-*"):
         kind, _, rest = p.name[len(path.name) + 2 :].partition("-")
         pid = rest.partition("-")[0]
@@ -181,6 +203,7 @@ def writer_lock(path: Path, *, timeout: float = 60.0) -> Iterator[None]:
                 time.sleep(0.05)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} {' '.join(sys.argv[:2])}".encode(), 0)
+        recover_folder(path, force=True)  # a writer died mid-swap: the lock holder recovers
         yield
     finally:
         os.close(fd)  # releases the lock
