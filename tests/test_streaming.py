@@ -115,16 +115,22 @@ def _index_cmd(out: Path, *extra: str) -> list[str]:
 
 
 def _stop_mid_build(out: Path, sig: int) -> subprocess.CompletedProcess:
-    """Start ``hopgraph index`` and send it ``sig`` once three batches are written."""
+    """Start ``hopgraph index`` and send it ``sig`` once three batches are written. The build
+    is frozen (SIGSTOP) the moment they are seen, so a busy machine that schedules this test
+    late cannot let it run to its end before the signal is sent."""
     segments = partial_folder(out) / "segments"
     proc = subprocess.Popen(_index_cmd(out), stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         if segments.exists() and len(list(segments.glob("[0-9]*"))) >= 3:
+            proc.send_signal(signal.SIGSTOP)
             break
         time.sleep(0.005)
     assert proc.poll() is None, "the build ended before it could be stopped"
+    done = len(list(segments.glob("[0-9]*")))
+    assert done < 22, f"all {done} batches were written before the build was frozen"
     proc.send_signal(sig)
+    proc.send_signal(signal.SIGCONT)
     _, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, "", err)
 
