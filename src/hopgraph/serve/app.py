@@ -40,6 +40,7 @@ from hopgraph.retrieve.base import DEFAULT_METHOD, Retriever, method_parts
 from hopgraph.retrieve.ranking import Ranking
 from hopgraph.serve import schemas as s
 from hopgraph.serve.auth import TokenMiddleware
+from hopgraph.serve.bounds import param_bounds
 from hopgraph.serve.jsonbody import StrictJSONRoute
 from hopgraph.serve.limits import BodyLimitMiddleware
 from hopgraph.serve.problems import ApiError, install_error_handlers
@@ -330,6 +331,7 @@ def _update(
 
 def _method_info(name: str, snap: Snapshot, served: ServedIndex) -> dict[str, Any]:
     cls = method_class(name)
+    bounds = param_bounds(cls.Params)
     fixed = served.method_params.get(name, {})
     try:
         parts = list(method_parts(name, fixed))
@@ -348,6 +350,7 @@ def _method_info(name: str, snap: Snapshot, served: ServedIndex) -> dict[str, An
                 "default": jsonable(default),
                 "help": help_,
                 "server_only": opt in SERVER_ONLY_PARAMS,
+                "max": bounds.get(opt),
             }
             for opt, tp, default, help_ in describe_options(cls.Params)
         ],

@@ -135,6 +135,9 @@ class MethodParam(BaseModel):
     default: Any
     help: str
     server_only: bool = Field(description="set only by the operator (hopgraph serve --set)")
+    max: float | None = Field(
+        default=None, description="the largest absolute value a request may give (numbers only)"
+    )
 
 
 class MethodInfo(BaseModel):

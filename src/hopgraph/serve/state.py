@@ -42,6 +42,7 @@ from hopgraph.index import Index
 from hopgraph.index.store import manifest_digest, missing_parts_message
 from hopgraph.retrieve import method_class
 from hopgraph.retrieve.base import Retriever, resolve_method_name
+from hopgraph.serve.bounds import over_bound
 from hopgraph.serve.settings import SERVER_ONLY_PARAMS, Settings
 
 log = logging.getLogger("hopgraph.serve")
@@ -235,6 +236,14 @@ class ServedIndex:
         bad = [k for k, v in asdict(opts).items() if isinstance(v, float) and not math.isfinite(v)]
         if bad:
             raise RequestError("invalid_params", f"parameter {bad[0]!r} must be a finite number")
+        over = over_bound(cls.Params, params, opts)
+        if over is not None:
+            name, value, bound = over
+            raise RequestError(
+                "invalid_params",
+                f"parameter {name!r} of method {method!r} is {value!r}; this server allows at "
+                f"most {bound:g} in absolute value (GET /info lists every bound)",
+            )
         try:
             needs = cls.parts_for(opts)
         except ConfigError as exc:
