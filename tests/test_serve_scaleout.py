@@ -151,3 +151,14 @@ def test_writer_role_lock(tmp_path):
         Settings(role="leader")
     with pytest.raises(ConfigError, match="reload_interval"):
         Settings(reload_interval=-1)
+
+
+def test_a_read_only_folder_is_served_read_only(index_dir, monkeypatch):
+    def refuse(self, holder):
+        raise PermissionError(13, "Read-only file system")
+
+    monkeypatch.setattr(WriterRole, "acquire", refuse)
+    served = ServedIndex(index_dir, Settings(reload_interval=0))
+    assert served.role == "reader"
+    with pytest.raises(ConfigError, match="cannot take the writer role"):
+        ServedIndex(index_dir, Settings(role="writer", reload_interval=0))

@@ -151,7 +151,16 @@ class ServedIndex:
             + (f", serving {self.settings.address}" if self.settings.address else "")
             + f", since {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"
         )
-        if self.writer_role.acquire(me):
+        try:
+            taken = self.writer_role.acquire(me)
+        except OSError as exc:  # e.g. a read-only mount: this server can only read anyway
+            if wanted == "writer":
+                raise ConfigError(f"cannot take the writer role of {self.path}: {exc}") from exc
+            log.warning(
+                "cannot take the writer role of %s (%s): serving it read-only", self.path, exc
+            )
+            return "reader"
+        if taken:
             return "writer"
         if wanted == "writer":
             raise ConfigError(
