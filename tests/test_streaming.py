@@ -119,7 +119,14 @@ def _stop_mid_build(out: Path, sig: int) -> subprocess.CompletedProcess:
     is frozen (SIGSTOP) the moment they are seen, so a busy machine that schedules this test
     late cannot let it run to its end before the signal is sent."""
     segments = partial_folder(out) / "segments"
-    proc = subprocess.Popen(_index_cmd(out), stderr=subprocess.PIPE, text=True)
+    # Ctrl-C as in a terminal: a test run started in the background (`cmd &` in a script) hands
+    # its children SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+    proc = subprocess.Popen(
+        _index_cmd(out),
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         if segments.exists() and len(list(segments.glob("[0-9]*"))) >= 3:
