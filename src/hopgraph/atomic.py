@@ -106,9 +106,14 @@ def recover_folder(path: Path, *, force: bool = False) -> None:
 
 def _commit_lock_held(path: Path) -> bool:
     """Whether some open file holds :func:`writer_lock` on ``path`` now."""
-    lock = path.parent / f".{path.name}.lock"
+    return _flock_held(path.parent / f".{path.name}.lock")
+
+
+def _flock_held(file: Path) -> bool:
+    """Whether some open file description holds an exclusive ``flock`` on ``file`` now (a
+    missing file is held by nobody)."""
     try:
-        fd = os.open(lock, os.O_RDONLY)
+        fd = os.open(file, os.O_RDONLY)
     except OSError:
         return False
     try:
@@ -249,19 +254,7 @@ class WriterRole:
 
     def is_free(self) -> bool:
         """Whether nobody holds the role now (its last holder may have stopped)."""
-        if self._fd is not None:
-            return False
-        try:
-            fd = os.open(self.file, os.O_RDONLY)
-        except OSError:
-            return True
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            return False
-        finally:
-            os.close(fd)
+        return self._fd is None and not _flock_held(self.file)
 
     def release(self) -> None:
         if self._fd is not None:
