@@ -87,6 +87,10 @@ def assert_same_fast_parts(updated: Index, rebuilt: Index, queries) -> None:
     ea, eb = updated.part("entities"), rebuilt.part("entities")
     assert ea.names == eb.names and ea.aliases == eb.aliases
     assert (ea.mentions != eb.mentions).nnz == 0 and (ea.owns != eb.owns).nnz == 0
+    # the title aliases found in the texts: rescanned only where they can have changed
+    assert ea.found is not None and eb.found is not None
+    fa, fb = ea.found_dict(), eb.found_dict()
+    assert fa == fb
     la, lb = updated.part("links"), rebuilt.part("links")
     assert (la.links != lb.links).nnz == 0
     np.testing.assert_array_equal(la.doc >= 0, lb.doc >= 0)
@@ -267,3 +271,27 @@ def test_the_corpus_graph_leaves_the_entity_counts_alone(demo_dataset):
         ma, mb = a.parts["entities"].mentions, b.parts["entities"].mentions
         assert (ma != mb).nnz == 0
         assert_same_rankings(a, b, [("graph", {})], queries)
+
+
+def test_title_aliases_found_in_old_texts_follow_added_and_deleted_pages():
+    """A new page's title is an alias that old texts mention, and a deleted page's alias goes
+    from the texts that mentioned it: only those texts are rescanned, and the result is a
+    rebuild's."""
+    opts = {"entities": {"title_aliases": True, "alias_mentions": True}}
+    base = [
+        Passage("a", "Ermengarde of Tours", "Ermengarde of Tours married Lothair in 821."),
+        Passage("b", "Lothair I", "Lothair I was the son of Louis the Pious and Ermengarde of Tours."),
+        Passage("c", "Louis the Pious", "Louis the Pious ruled after Charlemagne."),
+        Passage("d", "Prum Abbey", "Lothair I retired to Prum Abbey. Hugh of Tours was his father in law."),
+    ]
+    index = Index.build(Corpus(base), ["entities"], opts, progress=False)
+    assert "hugh of tours" not in index.part("entities").found_dict()[3]
+    add = [Passage("e", "Hugh of Tours", "Hugh of Tours was a count under Louis the Pious.")]
+    index = index.updated(add=add, delete=["c"])
+    found = index.part("entities").found_dict()
+    assert found[2].get("hugh of tours") == 1.0  # the old text of d now holds the new alias
+    assert not any("louis the pious" in f for f in found)  # its page is gone
+    rebuilt = Index.build(index.corpus, ["entities"], opts, progress=False)
+    assert found == rebuilt.part("entities").found_dict()
+    ea, eb = index.part("entities"), rebuilt.part("entities")
+    assert ea.names == eb.names and (ea.mentions != eb.mentions).nnz == 0

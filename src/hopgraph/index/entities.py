@@ -89,6 +89,9 @@ class EntityPart(IndexPart):
         # per-passage normalised mentions before aliasing and filtering (for live updates)
         self.raw: sp.csr_matrix | None = None
         self.raw_keys: list[str] | None = None
+        # title aliases found in each passage's text (alias_mentions; for live updates)
+        self.found: sp.csr_matrix | None = None
+        self.found_keys: list[str] | None = None
 
     @property
     def extractor(self) -> EntityExtractor:
@@ -220,6 +223,8 @@ class EntityPart(IndexPart):
             owns.sort_indices()
         part = cls(o, names, mentions, aliases, owns)
         part.raw, part.raw_keys = raw, raw_keys
+        if found is not None:
+            part.found, part.found_keys = sp.csr_matrix(found[0]), list(found[1])
         return part
 
     def update(
@@ -237,13 +242,73 @@ class EntityPart(IndexPart):
                 "this entities part was built before live updates were supported (it lacks the "
                 "per-passage mentions); rebuild the index to update it"
             )
+        o = self.options
         added = change.added_passages
         new = self.extractor.extract([p.content for p in added], progress=progress)
-        counts, keys = raw_mentions(new, self.options.normalize, list(self.raw_keys))
+        counts, keys = raw_mentions(new, o.normalize, list(self.raw_keys))
         raw, keys = stack_records(self.raw, change.keep, counts, keys)
-        part = type(self).assemble(change.new, self.options, raw, keys)
+        found = None
+        if o.title_aliases and o.alias_mentions and self.found is not None:
+            found = self._updated_found(change)
+        part = type(self).assemble(change.new, o, raw, keys, found=found)
         part._extractor = self._extractor  # loaded once (a spaCy pipeline takes seconds)
         return part
+
+    def found_dict(self) -> list[dict[str, float]]:
+        """Per passage, the title aliases found in its text and how often (for comparisons:
+        the column order of :attr:`found` depends on the order passages arrived in)."""
+        if self.found is None or self.found_keys is None:
+            return []
+        m, keys = sp.csr_matrix(self.found), self.found_keys
+        return [
+            {keys[j]: float(v) for j, v in zip(m.indices[a:b], m.data[a:b], strict=True) if v}
+            for a, b in zip(m.indptr[:-1], m.indptr[1:], strict=True)
+        ]
+
+    def _updated_found(self, change: Change) -> tuple[sp.csr_matrix, list[str]]:
+        """The title aliases found in each passage of ``change.new``, rescanning only the texts
+        an alias that came or went with the change can occur in (found by one Aho–Corasick pass
+        over the kept texts): in every other text the scan meets the same aliases at the same
+        places, so its stored row is what a full rescan would give."""
+        assert self.found is not None and self.found_keys is not None
+        mode = self.options.normalize
+        aliases = title_alias_map(change.new, mode)
+        changed = {
+            k
+            for k in set(aliases) | set(self.aliases)
+            if aliases.get(k) != self.aliases.get(k) and len(k.split()) >= 2
+        }
+        n_keep = len(change.keep)
+        rescan: list[int] = []  # new rows
+        if changed:
+            to_new = change.old_to_new()
+            hits = rows_mentioning(change.old, changed, mode, rows=change.keep)
+            rescan = [int(to_new[r]) for r in hits]
+        rows = [*rescan, *range(n_keep, len(change.new))]
+        fresh, fresh_keys = alias_records(Corpus([change.new[r] for r in rows]), aliases, mode)
+        kept = sp.csr_matrix(self.found)[change.keep]
+        if rescan:  # their stored rows are replaced by the rescan
+            mask = np.ones(n_keep, np.float32)
+            mask[rescan] = 0.0
+            kept = sp.csr_matrix(sp.diags(mask) @ kept)
+            kept.eliminate_zeros()
+        ids = {k: j for j, k in enumerate(self.found_keys)}
+        fresh = sp.coo_matrix(fresh)
+        fcols = np.asarray([ids.setdefault(k, len(ids)) for k in fresh_keys], np.int64)
+        kept = sp.coo_matrix(kept)
+        merged = sp.csr_matrix(
+            (
+                np.concatenate([kept.data, fresh.data]).astype(np.float32),
+                (
+                    np.concatenate([kept.row, np.asarray(rows, np.int64)[fresh.row]]),
+                    np.concatenate([kept.col, fcols[fresh.col]]),
+                ),
+            ),
+            shape=(len(change.new), len(ids)),
+        )
+        used = np.flatnonzero(np.bincount(merged.indices, minlength=len(ids)))
+        keys = list(ids)
+        return sp.csr_matrix(merged[:, used]), [keys[j] for j in used.tolist()]
 
     def save(self, folder: Path) -> None:
         (folder / "entities.json").write_text(json.dumps(self.names, ensure_ascii=False))
@@ -259,6 +324,8 @@ class EntityPart(IndexPart):
             np.save(folder / "raw.indptr.npy", self.raw.indptr)
             np.save(folder / "raw.indices.npy", self.raw.indices)
             np.save(folder / "raw.data.npy", self.raw.data)
+        if self.found is not None and self.found_keys is not None:
+            save_records(folder, "found", self.found, self.found_keys)
 
     @classmethod
     def load(cls, folder: Path, options: EntityOptions, *, mmap: bool = True) -> EntityPart:
@@ -277,6 +344,8 @@ class EntityPart(IndexPart):
         if (folder / "raw_keys.json").exists():  # the per-passage mentions (live updates)
             part.raw_keys = json.loads((folder / "raw_keys.json").read_text())
             part.raw = _load_csr(folder, "raw", len(part.raw_keys), mode)
+        if (folder / "found.keys.json").exists():
+            part.found, part.found_keys = load_records(folder, "found")
         return part
 
     def stats(self) -> dict[str, Any]:
@@ -429,6 +498,34 @@ def alias_spans(
                         break
             i += 1
     return rows, found
+
+
+def rows_mentioning(
+    corpus: Corpus, phrases: Iterable[str], mode: str, rows: np.ndarray | None = None
+) -> list[int]:
+    """The rows of ``corpus`` (of ``rows`` only, when given) whose text holds one of
+    ``phrases`` (normalised title aliases) as consecutive words, in the words
+    :func:`alias_spans` compares (capitalisation not checked: a superset of its hits)."""
+    import ahocorasick
+
+    automaton = ahocorasick.Automaton()
+    for phrase in phrases:
+        automaton.add_word(f" {phrase} ", phrase)
+    if len(automaton) == 0:
+        return []
+    automaton.make_automaton()
+    wanted = None if rows is None else set(np.asarray(rows).tolist())
+    out: list[int] = []
+    for row, p in enumerate(corpus):
+        if wanted is not None and row not in wanted:
+            continue
+        if mode == "simple":  # normalize_entity of an ASCII alphanumeric word is its lowercase
+            words = " ".join(_WORD.findall(fold_accents(p.text))).lower()
+        else:
+            words = " ".join(normalize_entity(t, mode) for t in p.text.split())
+        if next(automaton.iter(f" {words} "), None) is not None:
+            out.append(row)
+    return out
 
 
 _WORD = re.compile(r"[0-9A-Za-z]+")
