@@ -280,9 +280,15 @@ def test_title_aliases_found_in_old_texts_follow_added_and_deleted_pages():
     opts = {"entities": {"title_aliases": True, "alias_mentions": True}}
     base = [
         Passage("a", "Ermengarde of Tours", "Ermengarde of Tours married Lothair in 821."),
-        Passage("b", "Lothair I", "Lothair I was the son of Louis the Pious and Ermengarde of Tours."),
+        Passage(
+            "b", "Lothair I", "Lothair I was the son of Louis the Pious and Ermengarde of Tours."
+        ),
         Passage("c", "Louis the Pious", "Louis the Pious ruled after Charlemagne."),
-        Passage("d", "Prum Abbey", "Lothair I retired to Prum Abbey. Hugh of Tours was his father in law."),
+        Passage(
+            "d",
+            "Prum Abbey",
+            "Lothair I retired to Prum Abbey. Hugh of Tours was his father in law.",
+        ),
     ]
     index = Index.build(Corpus(base), ["entities"], opts, progress=False)
     assert "hugh of tours" not in index.part("entities").found_dict()[3]

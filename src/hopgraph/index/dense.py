@@ -177,7 +177,18 @@ class DensePart(IndexPart):
         self.passage_encoder: str | None = None
         self.hnsw = hnsw
         self.ann = ann
+        # Live updates keep the graph (rebuilding it costs ~30 s at 100k passages): its key j
+        # is row ann_rows[j] now (-1: deleted), and the rows added since it was built (a tail
+        # from row ann_live on) are scanned exactly. None: key j is row j, no tail.
+        self.ann_rows: np.ndarray | None = None
         self._embedder: Embedder | None = None
+
+    @property
+    def ann_live(self) -> int:
+        """The rows the graph covers: rows 0 .. ann_live-1 (later rows arrived after it)."""
+        if self.ann_rows is None:
+            return self.embeddings.shape[0]
+        return int(np.count_nonzero(self.ann_rows >= 0))
 
     @property
     def embedder(self) -> Embedder:
@@ -287,17 +298,39 @@ class DensePart(IndexPart):
         """Kept rows are copied; only the added passages are encoded. The HNSW graph is rebuilt
         from the vectors (single-threaded, fixed seed: the same graph a fresh build makes)."""
         o = self.options
-        kept = np.asarray(self.embeddings[change.keep], dtype=np.float32)
         texts = [p.content for p in change.added_passages]
+        new = np.zeros((0, self.embeddings.shape[1]), np.float32)
         if texts:  # by the encoder that made the kept rows
             emb = self.embedder
             if self.passage_encoder == "torch-bf16":
                 emb = o.passage_embedder(o.fast_encode_min_passages)
-            new = emb.encode(texts, batch_size=o.batch_size, progress=progress)
-            vectors = np.concatenate([kept, np.asarray(new, dtype=np.float32)])
+            new = np.asarray(emb.encode(texts, batch_size=o.batch_size, progress=progress))
+        if self.ann is not None:  # the graph is kept: see ann_rows
+            part = self.with_rows(change, new)
         else:
-            vectors = kept
-        part = type(self).from_vectors(o, vectors)
+            kept = np.asarray(self.embeddings[change.keep], dtype=np.float32)
+            part = type(self).from_vectors(o, np.concatenate([kept, new.astype(np.float32)]))
+        part._embedder = self._embedder
+        part.passage_encoder = self.passage_encoder
+        return part
+
+    def with_rows(self, change: Change, new: np.ndarray) -> DensePart:
+        """The kept rows and ``new`` vectors under this part's HNSW graph (not rebuilt)."""
+        assert self.ann is not None
+        dtype = self.embeddings.dtype
+        vectors = np.concatenate([np.asarray(self.embeddings[change.keep]), new.astype(dtype)])
+        keys = np.arange(self.embeddings.shape[0]) if self.ann_rows is None else self.ann_rows
+        to_new = change.old_to_new()
+        rows = np.where(keys >= 0, to_new[np.maximum(keys, 0)], -1)
+        part = type(self)(self.options, vectors, None, self.ann)
+        part.ann_rows = rows
+        return part
+
+    def compacted(self) -> DensePart:
+        """This part with a graph built for its rows (no deleted keys, no exact tail)."""
+        if self.ann_rows is None:
+            return self
+        part = type(self).from_vectors(self.options, np.asarray(self.embeddings, np.float32))
         part._embedder = self._embedder
         part.passage_encoder = self.passage_encoder
         return part
@@ -308,6 +341,8 @@ class DensePart(IndexPart):
             self.hnsw.save_index(str(folder / "hnsw.bin"))
         if self.ann is not None:
             self.ann.save(folder)
+            if self.ann_rows is not None:
+                np.save(folder / ANN_ROWS_FILE, self.ann_rows)
         if self.passage_encoder is not None:
             (folder / ENCODER_FILE).write_text(self.passage_encoder)
 
@@ -322,6 +357,8 @@ class DensePart(IndexPart):
             hnsw.load_index(str(folder / "hnsw.bin"), max_elements=vectors.shape[0])
         ann = AnnIndex.load(folder, mmap=mmap) if (folder / ANN_FILE).exists() else None
         part = cls(options, vectors, hnsw, ann)
+        if ann is not None and (folder / ANN_ROWS_FILE).exists():
+            part.ann_rows = np.load(folder / ANN_ROWS_FILE)
         part.passage_encoder = _segment_encoder(folder)
         return part
 
@@ -368,7 +405,14 @@ class DensePart(IndexPart):
                 "this index has no HNSW graph: rebuild the dense part with ann=hnsw "
                 "(hopgraph index ... --set dense.ann=hnsw)"
             )
-        rows = self.ann.search(qvec, max(k, ef), ef)[0]
+        if self.ann_rows is None:
+            rows = self.ann.search(qvec, max(k, ef), ef)[0]
+        else:  # keys of deleted rows are skipped (asked for as many more), the tail scanned
+            live = self.ann_live
+            gone = len(self.ann_rows) - live
+            keys = self.ann.search(qvec, max(k, ef) + gone, ef + gone)[0]
+            rows = self.ann_rows[keys]
+            rows = np.concatenate([rows[rows >= 0], np.arange(live, self.embeddings.shape[0])])
         sims = self.scores_for(qvec, rows)
         order = np.lexsort((rows, -sims))[:k]  # the tie order of exact search
         return rows[order], sims[order]
@@ -386,6 +430,7 @@ class DensePart(IndexPart):
         return labels.astype(np.int64), (1.0 - dist).astype(np.float32)
 
 
+ANN_ROWS_FILE = "ann_rows.npy"  # the graph's key → row map after live updates
 _BLAS_LIMITED = False
 _BLOCK = 65_536  # rows widened to float32 at a time
 

@@ -33,6 +33,7 @@ from hopgraph.index.part import (
 from hopgraph.text.ner import (
     EntityExtractor,
     fold_accents,
+    fold_accents_many,
     make_extractor,
     normalize_entity,
     strip_disambiguator,
@@ -159,10 +160,12 @@ class EntityPart(IndexPart):
         raw_keys: list[str],
         *,
         found: tuple[sp.csr_matrix, list[str]] | None = None,
+        aliases: dict[str, str] | None = None,
     ) -> EntityPart:
         """The part from each passage's normalised mentions (``raw[d, j]``: mentions of
         ``raw_keys[j]`` in passage d), before aliasing and filtering. ``found``: the title
         aliases in each passage's text (:func:`alias_records`; looked for here when not given).
+        ``aliases``: :func:`title_alias_map` of ``corpus``, when the caller has it already.
 
         Title aliases, own pages, document frequencies and the filters depend on the whole
         corpus, so they are computed here from the per-passage mentions; building and live
@@ -170,7 +173,8 @@ class EntityPart(IndexPart):
         """
         o = options
         n = len(corpus)
-        aliases = title_alias_map(corpus, o.normalize) if o.title_aliases else {}
+        if aliases is None:
+            aliases = title_alias_map(corpus, o.normalize) if o.title_aliases else {}
         keys: dict[str, int] = {}  # canonical entity → provisional column
         to_col = np.asarray(
             [keys.setdefault(aliases.get(k, k), len(keys)) for k in raw_keys], dtype=np.int64
@@ -248,9 +252,10 @@ class EntityPart(IndexPart):
         counts, keys = raw_mentions(new, o.normalize, list(self.raw_keys))
         raw, keys = stack_records(self.raw, change.keep, counts, keys)
         found = None
-        if o.title_aliases and o.alias_mentions and self.found is not None:
-            found = self._updated_found(change)
-        part = type(self).assemble(change.new, o, raw, keys, found=found)
+        aliases = title_alias_map(change.new, o.normalize) if o.title_aliases else None
+        if aliases is not None and o.alias_mentions and self.found is not None:
+            found = self._updated_found(change, aliases)
+        part = type(self).assemble(change.new, o, raw, keys, found=found, aliases=aliases)
         part._extractor = self._extractor  # loaded once (a spaCy pipeline takes seconds)
         return part
 
@@ -265,14 +270,15 @@ class EntityPart(IndexPart):
             for a, b in zip(m.indptr[:-1], m.indptr[1:], strict=True)
         ]
 
-    def _updated_found(self, change: Change) -> tuple[sp.csr_matrix, list[str]]:
+    def _updated_found(
+        self, change: Change, aliases: dict[str, str]
+    ) -> tuple[sp.csr_matrix, list[str]]:
         """The title aliases found in each passage of ``change.new``, rescanning only the texts
         an alias that came or went with the change can occur in (found by one Aho–Corasick pass
         over the kept texts): in every other text the scan meets the same aliases at the same
         places, so its stored row is what a full rescan would give."""
         assert self.found is not None and self.found_keys is not None
         mode = self.options.normalize
-        aliases = title_alias_map(change.new, mode)
         changed = {
             k
             for k in set(aliases) | set(self.aliases)
@@ -280,10 +286,8 @@ class EntityPart(IndexPart):
         }
         n_keep = len(change.keep)
         rescan: list[int] = []  # new rows
-        if changed:
-            to_new = change.old_to_new()
-            hits = rows_mentioning(change.old, changed, mode, rows=change.keep)
-            rescan = [int(to_new[r]) for r in hits]
+        if changed:  # the kept passages are the first rows of change.new
+            rescan = rows_mentioning(change.new, changed, mode, rows=np.arange(n_keep))
         rows = [*rescan, *range(n_keep, len(change.new))]
         fresh, fresh_keys = alias_records(Corpus([change.new[r] for r in rows]), aliases, mode)
         kept = sp.csr_matrix(self.found)[change.keep]
@@ -514,17 +518,20 @@ def rows_mentioning(
     if len(automaton) == 0:
         return []
     automaton.make_automaton()
-    wanted = None if rows is None else set(np.asarray(rows).tolist())
+    wanted = range(len(corpus)) if rows is None else np.asarray(rows).tolist()
     out: list[int] = []
-    for row, p in enumerate(corpus):
-        if wanted is not None and row not in wanted:
-            continue
+    block = 4096
+    for lo in range(0, len(wanted), block):
+        batch = wanted[lo : lo + block]
+        texts = [corpus[r].text for r in batch]
         if mode == "simple":  # normalize_entity of an ASCII alphanumeric word is its lowercase
-            words = " ".join(_WORD.findall(fold_accents(p.text))).lower()
+            texts = [" ".join(_WORD.findall(t)).lower() for t in fold_accents_many(texts)]
         else:
-            words = " ".join(normalize_entity(t, mode) for t in p.text.split())
-        if next(automaton.iter(f" {words} "), None) is not None:
-            out.append(row)
+            texts = [" ".join(normalize_entity(w, mode) for w in t.split()) for t in texts]
+        out.extend(
+            r for r, t in zip(batch, texts, strict=True)
+            if next(automaton.iter(f" {t} "), None) is not None
+        )  # fmt: skip
     return out
 
 

