@@ -339,3 +339,25 @@ def test_eval_default_method_is_reported_by_name(tmp_path):
     # without --method: the default alone
     r = run("eval", str(demo_dataset_path()), "--limit", "2", "--index-dir", str(cache), "-q")
     assert r.exit_code == 0 and "| `multihop` | 2 |" in r.output
+
+
+def test_updates_are_kept_as_deltas_until_compact(tmp_path, demo_dataset):
+    from hopgraph.index import Index
+
+    out = tmp_path / "ix"
+    corpus = demo_dataset.corpus
+    src = tmp_path / "first.jsonl"
+    src.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in corpus[:40]))
+    new = tmp_path / "new.jsonl"
+    new.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in corpus[40:]))
+    assert run("index", str(src), "-o", str(out), "--parts", "sparse,entities", "-q").exit_code == 0
+    r = run("add", str(out), str(new), "-q")
+    assert r.exit_code == 0 and "1 delta(s) on the base" in r.output, r.output
+    r = run("delete", str(out), corpus[0].id, "-q")
+    assert r.exit_code == 0 and "2 delta(s) on the base" in r.output, r.output
+    assert len(list((out / "deltas").iterdir())) == 2
+    r = run("compact", str(out))
+    assert r.exit_code == 0 and "2 delta(s) merged into a new base, generation 2" in r.output
+    assert not list((out / "deltas").iterdir()) if (out / "deltas").exists() else True
+    index = Index.load(out)
+    assert index.corpus.ids == [p.id for p in corpus[1:]] and index.generation == 2

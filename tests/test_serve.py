@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from hopgraph.cli import cli
+from hopgraph.corpus import Passage
 from hopgraph.errors import IndexError_
 from hopgraph.index import Index
 from hopgraph.retrieve import get_retriever
@@ -621,3 +622,46 @@ def test_cli_serve_answers_over_http(index_dir):
     log = proc.stderr.read().decode()
     assert "warning: searches without a method (default) will fail" in log
     assert f"hopgraph add-parts {index_dir} --parts dense,entities" in log
+
+
+def test_updates_are_deltas_merged_in_the_background_while_searches_go_on(index_dir):
+    """Each add is committed as a delta; once the deltas pass the policy, a background thread
+    writes a new base and the server serves it; searches answer throughout."""
+    from hopgraph.index.store import DeltaPolicy
+
+    state = ServedIndex(index_dir, Settings(reload_interval=0))
+    try:
+        state.snapshot.index.policy = DeltaPolicy(max_deltas=2, max_share=1.0, min_rows=10**6)
+        stop, answered, failures = threading.Event(), [], []
+
+        def search() -> None:
+            while not stop.is_set():
+                try:
+                    snap = state.snapshot
+                    r = state.retriever(snap, "bm25", {})
+                    answered.append(len(r.search("zebra savanna", 3).ids))
+                except Exception as exc:  # noqa: BLE001
+                    failures.append(exc)
+
+        t = threading.Thread(target=search)
+        t.start()
+        for i in range(3):
+            name = ["alpha", "beta", "gamma"][i]
+            state.update(add=[Passage(f"z{i}", f"Zebra {name}", f"Zebra {name} on the savanna.")])
+            if i < 2:
+                assert len(state.snapshot.index.deltas) == i + 1
+                assert len(list((index_dir / "deltas").iterdir())) == i + 1
+        assert state._compactor is not None
+        state._compactor.join(timeout=60)
+        stop.set()
+        t.join()
+        assert not failures and answered
+        assert state.snapshot.index.deltas == [] and state.snapshot.generation == 3
+        assert not (index_dir / "deltas").exists() or not any((index_dir / "deltas").iterdir())
+        loaded = Index.load(index_dir)
+        assert loaded.generation == 3 and {"z0", "z1", "z2"} <= set(loaded.corpus.ids)
+        hits = get_retriever(loaded, "bm25").search("zebra gamma", 1).ids
+        served = state.retriever(state.snapshot, "bm25", {}).search("zebra gamma", 1).ids
+        assert hits == served == ["z2"]
+    finally:
+        state.close()

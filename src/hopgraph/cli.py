@@ -217,6 +217,26 @@ def delete_cmd(index_dir, ids, ids_file, quiet) -> None:
     _update_index(index_dir, add=[], delete=ids, progress=not quiet)
 
 
+@cli.command("compact")
+@click.argument("index_dir", type=click.Path())
+def compact_cmd(index_dir) -> None:
+    """Write INDEX_DIR anew as one base, merging the updates kept as deltas (a save does this
+    by itself once they pass a tenth of the index; this does it now)."""
+    from hopgraph.atomic import writer_lock
+    from hopgraph.index import Index
+
+    t0 = time.perf_counter()
+    with writer_lock(Path(index_dir).resolve()):
+        index = Index.load(index_dir)
+        n = len(index.deltas or [])
+        path = index.compact()
+    click.echo(
+        f"{path}: {n} delta(s) merged into a new base, generation {index.generation}, "
+        f"{len(index)} passages; {time.perf_counter() - t0:.1f}s",
+        err=True,
+    )
+
+
 @cli.command("add-parts")
 @click.argument("index_dir", type=click.Path())
 @click.option(
@@ -277,9 +297,10 @@ def _update_index(index_dir: str, *, add: list, delete: list[str], progress: boo
         path = new.save(index_dir)
     secs = time.perf_counter() - t0
     parts = ", ".join(f"{n} {s:.2f}s" for n, s in new.update_seconds.items())
+    kept = f"{len(new.deltas)} delta(s) on the base" if new.deltas else "written as a new base"
     click.echo(
         f"{path}: +{len(add)} -{len(set(delete))} passages, now {len(new)} "
-        f"({parts}); {secs:.1f}s with load and save",
+        f"({parts}); {kept}; {secs:.1f}s with load and save",
         err=True,
     )
 

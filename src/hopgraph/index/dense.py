@@ -305,11 +305,30 @@ class DensePart(IndexPart):
             if self.passage_encoder == "torch-bf16":
                 emb = o.passage_embedder(o.fast_encode_min_passages)
             new = np.asarray(emb.encode(texts, batch_size=o.batch_size, progress=progress))
+        part = self._with_vectors(change, np.asarray(new, np.float32))
+        part.payload = {"vectors": part_vectors(new)}
+        return part
+
+    replayable = True
+
+    def replay(
+        self,
+        change: Change,
+        parts: dict[str, IndexPart],
+        old_parts: dict[str, IndexPart],
+        payload: dict[str, Any],
+    ) -> DensePart:
+        """The update with the added passages' vectors from ``payload`` (not encoded again)."""
+        part = self._with_vectors(change, np.asarray(payload["vectors"], np.float32))
+        part.payload = payload
+        return part
+
+    def _with_vectors(self, change: Change, new: np.ndarray) -> DensePart:
         if self.ann is not None:  # the graph is kept: see ann_rows
             part = self.with_rows(change, new)
         else:
             kept = np.asarray(self.embeddings[change.keep], dtype=np.float32)
-            part = type(self).from_vectors(o, np.concatenate([kept, new.astype(np.float32)]))
+            part = type(self).from_vectors(self.options, np.concatenate([kept, new]))
         part._embedder = self._embedder
         part.passage_encoder = self.passage_encoder
         return part
@@ -431,6 +450,13 @@ class DensePart(IndexPart):
 
 
 ANN_ROWS_FILE = "ann_rows.npy"  # the graph's key → row map after live updates
+
+
+def part_vectors(vectors: np.ndarray) -> np.ndarray:
+    """Encoder output as kept in a replay payload: float32 rows (2-d even when empty)."""
+    return np.ascontiguousarray(np.asarray(vectors, np.float32).reshape(len(vectors), -1))
+
+
 _BLAS_LIMITED = False
 _BLOCK = 65_536  # rows widened to float32 at a time
 

@@ -246,17 +246,37 @@ class EntityPart(IndexPart):
                 "this entities part was built before live updates were supported (it lacks the "
                 "per-passage mentions); rebuild the index to update it"
             )
-        o = self.options
         added = change.added_passages
         new = self.extractor.extract([p.content for p in added], progress=progress)
+        return self._with_mentions(change, new, None)
+
+    replayable = True
+
+    def replay(
+        self,
+        change: Change,
+        parts: dict[str, IndexPart],
+        old_parts: dict[str, IndexPart],
+        payload: dict[str, Any],
+    ) -> EntityPart:
+        """The update with the NER mentions of the added passages, and the rows whose texts
+        were rescanned for title aliases, from ``payload`` (no NER, no scan of every text)."""
+        return self._with_mentions(change, payload["mentions"], payload.get("rescan"))
+
+    def _with_mentions(
+        self, change: Change, new: list[list[str]], rescan: list[int] | None
+    ) -> EntityPart:
+        o = self.options
+        assert self.raw is not None and self.raw_keys is not None
         counts, keys = raw_mentions(new, o.normalize, list(self.raw_keys))
         raw, keys = stack_records(self.raw, change.keep, counts, keys)
         found = None
         aliases = title_alias_map(change.new, o.normalize) if o.title_aliases else None
         if aliases is not None and o.alias_mentions and self.found is not None:
-            found = self._updated_found(change, aliases)
+            found, rescan = self._updated_found(change, aliases, rescan)
         part = type(self).assemble(change.new, o, raw, keys, found=found, aliases=aliases)
         part._extractor = self._extractor  # loaded once (a spaCy pipeline takes seconds)
+        part.payload = {"mentions": [list(m) for m in new], "rescan": rescan}
         return part
 
     def found_dict(self) -> list[dict[str, float]]:
@@ -271,23 +291,25 @@ class EntityPart(IndexPart):
         ]
 
     def _updated_found(
-        self, change: Change, aliases: dict[str, str]
-    ) -> tuple[sp.csr_matrix, list[str]]:
+        self, change: Change, aliases: dict[str, str], rescan: list[int] | None = None
+    ) -> tuple[tuple[sp.csr_matrix, list[str]], list[int]]:
         """The title aliases found in each passage of ``change.new``, rescanning only the texts
         an alias that came or went with the change can occur in (found by one Aho–Corasick pass
         over the kept texts): in every other text the scan meets the same aliases at the same
-        places, so its stored row is what a full rescan would give."""
+        places, so its stored row is what a full rescan would give. ``rescan``: those rows,
+        when known (a replay); returned with the result."""
         assert self.found is not None and self.found_keys is not None
         mode = self.options.normalize
-        changed = {
-            k
-            for k in set(aliases) | set(self.aliases)
-            if aliases.get(k) != self.aliases.get(k) and len(k.split()) >= 2
-        }
         n_keep = len(change.keep)
-        rescan: list[int] = []  # new rows
-        if changed:  # the kept passages are the first rows of change.new
-            rescan = rows_mentioning(change.new, changed, mode, rows=np.arange(n_keep))
+        if rescan is None:  # new rows
+            changed = {
+                k
+                for k in set(aliases) | set(self.aliases)
+                if aliases.get(k) != self.aliases.get(k) and len(k.split()) >= 2
+            }
+            rescan = []
+            if changed:  # the kept passages are the first rows of change.new
+                rescan = rows_mentioning(change.new, changed, mode, rows=np.arange(n_keep))
         rows = [*rescan, *range(n_keep, len(change.new))]
         fresh, fresh_keys = alias_records(Corpus([change.new[r] for r in rows]), aliases, mode)
         kept = sp.csr_matrix(self.found)[change.keep]
@@ -312,7 +334,7 @@ class EntityPart(IndexPart):
         )
         used = np.flatnonzero(np.bincount(merged.indices, minlength=len(ids)))
         keys = list(ids)
-        return sp.csr_matrix(merged[:, used]), [keys[j] for j in used.tolist()]
+        return (sp.csr_matrix(merged[:, used]), [keys[j] for j in used.tolist()]), rescan
 
     def save(self, folder: Path) -> None:
         (folder / "entities.json").write_text(json.dumps(self.names, ensure_ascii=False))

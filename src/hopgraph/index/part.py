@@ -197,6 +197,28 @@ class IndexPart(ABC):
             f"the {self.name!r} part cannot be updated in place; rebuild the index instead"
         )
 
+    # -- commits that write only what changed ----------------------------------------------
+    # A replayable part's update() leaves in ``payload`` what its models computed for the
+    # change (vectors, NER mentions: small, JSON or arrays); replay() redoes the update from it
+    # without the models. An index folder then keeps a change as a delta (the added passages,
+    # the deleted ids and the payloads) instead of rewriting the parts; loading replays it.
+    replayable: ClassVar[bool] = False
+    payload: dict[str, Any] | None = None
+
+    def replay(
+        self,
+        change: Change,
+        parts: dict[str, IndexPart],
+        old_parts: dict[str, IndexPart],
+        payload: dict[str, Any],
+    ) -> IndexPart:
+        """:meth:`update` from the ``payload`` an update of the same change left (equal to it)."""
+        raise NotImplementedError(f"the {self.name!r} part cannot replay an update")
+
+    def compacted(self) -> IndexPart:
+        """This part as a fresh build would lay it out (what updates kept aside is merged)."""
+        return self
+
     @abstractmethod
     def save(self, folder: Path) -> None:
         """Write the part's files into ``folder`` (which exists and is empty)."""
@@ -247,3 +269,27 @@ def _load_builtin_parts() -> None:
         sparse,
         triples,
     )
+
+
+def save_payload(folder: Path, payload: dict[str, Any]) -> None:
+    """Write a replay payload: arrays as ``.npy``, anything else as JSON."""
+    import json
+
+    for key, value in payload.items():
+        if isinstance(value, np.ndarray):
+            np.save(folder / f"{key}.npy", value)
+        else:
+            (folder / f"{key}.json").write_text(json.dumps(value, ensure_ascii=False))
+
+
+def load_payload(folder: Path) -> dict[str, Any]:
+    """What :func:`save_payload` wrote."""
+    import json
+
+    out: dict[str, Any] = {}
+    for path in sorted(folder.iterdir()):
+        if path.suffix == ".npy":
+            out[path.stem] = np.load(path)
+        elif path.suffix == ".json":
+            out[path.stem] = json.loads(path.read_text())
+    return out

@@ -165,7 +165,20 @@ class SparsePart(IndexPart):
         progress: bool = False,
     ) -> SparsePart:
         rows: list[int | str] = [*change.keep.tolist(), *(p.content for p in change.added_passages)]
-        return self.reassembled(rows, progress=progress)
+        part = self.reassembled(rows, progress=progress)
+        part.payload = {}  # the tokeniser is cheap and deterministic: replay tokenises again
+        return part
+
+    replayable = True
+
+    def replay(
+        self,
+        change: Change,
+        parts: dict[str, IndexPart],
+        old_parts: dict[str, IndexPart],
+        payload: dict[str, Any],
+    ) -> SparsePart:
+        return self.update(change, parts, old_parts)
 
     def save(self, folder: Path) -> None:
         self.bm25.save(str(folder / "bm25"), show_progress=False)

@@ -2,9 +2,19 @@
 
 Layout of an index folder::
 
-    manifest.json        format + package version, options and stats per part, file checksums
-    passages.jsonl       the corpus, one passage a line, in row order
+    manifest.json        format + package version, options and stats per part, file checksums,
+                         the generation and the deltas committed on top of the base
+    passages.jsonl       the corpus, one passage a line, in row order (of the base)
     parts/<name>/...     each part's own plain files (.npy arrays, JSON)
+    deltas/<gen>-<id>/   one committed update: added passages, deleted ids, per-part payloads
+
+The base (passages and parts) is written whole by a build or a compaction and never changed in
+place. An update commits a delta: a new folder under ``deltas/`` and a new manifest, renamed
+over the old one (so a commit writes only what changed, and a reader that has the previous
+manifest open still finds every file it lists). Loading replays the deltas on the base through
+the parts' :meth:`~hopgraph.index.part.IndexPart.replay`, without the models; the result equals
+the updated index, which equals a fresh build. When the deltas grow past a share of the index
+(:class:`DeltaPolicy`), the next save compacts: it writes a new base and drops them.
 """
 
 from __future__ import annotations
@@ -15,14 +25,22 @@ import os
 import shlex
 import shutil
 import time
+import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hopgraph.atomic import recover_folder, replace_folder, write_synced
+from hopgraph.atomic import (
+    fsync_dir,
+    fsync_tree,
+    recover_folder,
+    remove_debris,
+    replace_folder,
+    write_synced,
+)
 from hopgraph.config import make_options
 from hopgraph.corpus import Corpus, Passage
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
@@ -42,12 +60,47 @@ from hopgraph.index.manifest import (
     read_manifest,
     verify_files,
 )
-from hopgraph.index.part import Change, IndexPart, available_parts, part_class
+from hopgraph.index.part import (
+    Change,
+    IndexPart,
+    available_parts,
+    load_payload,
+    part_class,
+    save_payload,
+)
 
 PartOptions = dict[str, dict[str, Any]]
 PASSAGES = "passages.jsonl"
 OFFSETS = "passages.offsets.npy"
 IDS = "passages.ids.json"
+DELTAS = "deltas"
+DELETED = "deleted.json"
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One update as a folder keeps it: what came, what went, and what the models computed."""
+
+    generation: int
+    add: list[Passage]
+    delete: list[str]
+    payloads: dict[str, dict[str, Any]]  # part name → IndexPart.payload
+
+
+@dataclass(frozen=True)
+class DeltaPolicy:
+    """When a save compacts (writes a new base) instead of committing a delta: once the deltas
+    number ``max_deltas``, or hold more added + deleted passages than ``max_share`` of the
+    index and at least ``min_rows`` (small indexes are cheap to rewrite either way). Two tiers,
+    base and deltas: a delta is never merged into another, only all of them into a new base."""
+
+    max_deltas: int = 16
+    max_share: float = 0.10
+    min_rows: int = 1000
+
+    def compacts(self, deltas: Sequence[Delta], passages: int) -> bool:
+        rows = sum(len(d.add) + len(d.delete) for d in deltas)
+        return len(deltas) > self.max_deltas or rows > max(self.max_share * passages, self.min_rows)
 
 
 def split_part_options(flat: dict[str, Any]) -> PartOptions:
@@ -76,6 +129,14 @@ class Index:
         # corpus settings detected when parts were built (hopgraph.index.detect), kept in the
         # manifest: what was detected and why
         self.detected: dict[str, Any] | None = None
+        # The updates since the base of the folder this index came from, in order (None: one
+        # of them cannot be kept as a delta, so the next save writes the whole index); the
+        # first `saved_deltas` are in that folder, whose manifest then had digest `origin[1]`.
+        self.deltas: list[Delta] | None = []
+        self.saved_deltas = 0
+        self.origin: tuple[Path, str | None] | None = None
+        self.base: dict[str, Any] | None = None  # the folder's base (generation, id)
+        self.policy = DeltaPolicy()
 
     # -- building -------------------------------------------------------------------------
     @classmethod
@@ -148,6 +209,8 @@ class Index:
             self.parts[name] = cls.build_from(self.corpus, opts, deps, progress=progress)
             self.build_seconds[name] = time.perf_counter() - t0
             built.append(name)
+        if built:  # new parts are no delta: the next save writes the whole index
+            self.deltas = None
         return built
 
     # -- live updates ---------------------------------------------------------------------
@@ -157,6 +220,7 @@ class Index:
         delete: Iterable[str] = (),
         *,
         progress: bool = False,
+        payloads: dict[str, dict[str, Any]] | None = None,
     ) -> Index:
         """A new index: this one without the passages ``delete`` and with ``add`` appended (in
         that order: an id both deleted and added is replaced). This index is not changed, so
@@ -193,21 +257,39 @@ class Index:
         out = Index(corpus)
         out.detected = self.detected
         out.generation = self.generation + 1
+        out.origin, out.saved_deltas, out.base = self.origin, self.saved_deltas, self.base
+        out.policy = self.policy
         if not add and not delete:
             out.parts = dict(self.parts)
+            out.deltas = None if self.deltas is None else [*self.deltas]
+            if out.deltas is not None:
+                out.deltas.append(Delta(out.generation, [], [], {}))
             return out
         change = Change(self.corpus, corpus, keep, len(add))
         order = dependency_order(
             list(self.parts), {n: asdict(p.options) for n, p in self.parts.items()}
         )
+        kept: dict[str, dict[str, Any]] | None = {}
         for name in order:
             part = self.parts[name]
             deps = {d: out.parts[d] for d in part.requires_for(part.options)}
             old_deps = {d: self.parts[d] for d in part.requires_for(part.options)}
             t0 = time.perf_counter()
-            out.parts[name] = part.update(change, deps, old_deps, progress=progress)
+            if payloads is not None:  # replaying a committed delta
+                new = part.replay(change, deps, old_deps, payloads.get(name, {}))
+            else:
+                new = part.update(change, deps, old_deps, progress=progress)
+            out.parts[name] = new
             out.build_seconds[name] = self.build_seconds.get(name, 0.0)
             out.update_seconds[name] = time.perf_counter() - t0
+            if kept is not None and new.replayable and new.payload is not None:
+                kept[name] = new.payload
+            else:
+                kept = None
+        if self.deltas is None or kept is None:
+            out.deltas = None
+        else:
+            out.deltas = [*self.deltas, Delta(out.generation, add, delete, kept)]
         return out
 
     def add(self, passages: Sequence[Passage], *, progress: bool = False) -> None:
@@ -221,6 +303,7 @@ class Index:
     def _become(self, other: Index) -> None:
         self.corpus, self.parts = other.corpus, other.parts
         self.update_seconds = other.update_seconds
+        self.generation, self.deltas = other.generation, other.deltas
 
     # -- access ---------------------------------------------------------------------------
     def has(self, name: str) -> bool:
@@ -256,14 +339,104 @@ class Index:
         }
 
     # -- saving ---------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the index to ``path`` atomically: a temp folder, then a rename.
+    def save(self, path: str | os.PathLike[str], *, compact: bool | None = None) -> Path:
+        """Write the index to ``path`` atomically; a crash at any point leaves either the
+        previous index or the new one, never a mix.
 
-        A crash at any point leaves either the previous index or the new one, never a mix.
+        Into the folder this index was loaded from (or last saved to), unchanged on disk since,
+        only the updates made since are written, as deltas (see the module's docstring), unless
+        ``compact`` is true or :attr:`policy` says the deltas have grown enough to compact.
+        Otherwise the whole index is written (a temp folder, then a rename): a new base.
         """
+        path = Path(path).resolve()
+        if compact is not True and self._commits_deltas(path, compact is None):
+            return self._commit_deltas(path)
+        return self._save_whole(path)
+
+    def compact(self) -> Path:
+        """Write this index's folder anew as one base, without deltas (``hopgraph compact``)."""
+        if self.path is None:
+            raise IndexError_("this index has no folder yet: save it first")
+        return self.save(self.path, compact=True)
+
+    def _commits_deltas(self, path: Path, by_policy: bool) -> bool:
+        if self.deltas is None or self.origin is None or self.origin[0] != path:
+            return False
+        if manifest_digest(path) != self.origin[1]:
+            return False  # another process committed since: this index does not extend it
+        return not (by_policy and self.policy.compacts(self.deltas, len(self.corpus)))
+
+    def _commit_deltas(self, path: Path) -> Path:
+        """Write the deltas not yet in ``path`` and a new manifest listing them (renamed over
+        the old one): the only files a commit writes."""
+        assert self.deltas is not None
+        remove_debris(path)  # what writers killed mid-write left beside the folder
+        manifest = read_manifest(path)
+        manifest.setdefault(  # a folder saved before deltas existed: it is all base
+            "base",
+            {"generation": manifest.get("generation", 0), "id": self.origin[1] if self.origin
+             else None, "passages": manifest["corpus"]["passages"]},
+        )  # fmt: skip
+        listed = list(manifest.get("deltas", []))
+        files = dict(manifest["files"])
+        root = path / DELTAS
+        root.mkdir(exist_ok=True)
+        for delta in self.deltas[self.saved_deltas :]:
+            name = f"{delta.generation:08d}-{uuid.uuid4().hex[:8]}"
+            tmp = root / f".{name}.tmp"
+            tmp.mkdir()
+            write_passages(delta.add, tmp / PASSAGES)
+            (tmp / DELETED).write_text(json.dumps(delta.delete, ensure_ascii=False))
+            for part, payload in delta.payloads.items():
+                (tmp / part).mkdir()
+                save_payload(tmp / part, payload)
+            fsync_tree(tmp)
+            os.rename(tmp, root / name)
+            rel = f"{DELTAS}/{name}"
+            files.update({f"{rel}/{k}": v for k, v in file_table(root / name).items()})
+            listed.append(
+                {"generation": delta.generation, "folder": rel,
+                 "added": len(delta.add), "deleted": len(delta.delete)}
+            )  # fmt: skip
+        fsync_dir(root)
+        manifest.update(self._manifest_fields())
+        manifest["deltas"], manifest["files"] = listed, files
+        tmp_manifest = path / f".{MANIFEST}.tmp-{os.getpid()}"
+        write_synced(tmp_manifest, json.dumps(manifest, indent=2, sort_keys=True))
+        os.rename(tmp_manifest, path / MANIFEST)
+        fsync_dir(path)
+        names = {d["folder"].rpartition("/")[2] for d in listed}
+        for debris in root.iterdir():  # of commits killed before their manifest was renamed
+            if debris.name not in names:  # (commits hold the writer lock: none is running)
+                shutil.rmtree(debris, ignore_errors=True)
+        self.saved_deltas = len(self.deltas)
+        self._saved_to(path)
+        return path
+
+    def _saved_to(self, path: Path) -> None:
+        self.path = path
+        self.manifest_digest = manifest_digest(path)
+        self.origin = (path, self.manifest_digest)
+
+    def _manifest_fields(self) -> dict[str, Any]:
         from hopgraph import __version__
 
-        path = Path(path).resolve()
+        info = self.info()
+        fields = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "hopgraph_version": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "corpus": {"passages": len(self.corpus), "source": str(self.corpus.source or "")},
+            "generation": self.generation,
+            "parts": {n: {k: v for k, v in d.items()} for n, d in info["parts"].items()},
+        }
+        if self.detected is not None:
+            fields["detected"] = self.detected
+        return fields
+
+    def _save_whole(self, path: Path) -> Path:
+        self.parts = {n: p.compacted() for n, p in self.parts.items()}
         with replace_folder(path) as tmp:
             if isinstance(self.corpus, FileCorpus):  # already the file this folder keeps
                 shutil.copyfile(self.corpus.path, tmp / PASSAGES)
@@ -278,21 +451,16 @@ class Index:
                 folder = tmp / "parts" / name
                 folder.mkdir(parents=True)
                 part.save(folder)
-            info = self.info()
-            manifest = {
-                "format": FORMAT,
-                "format_version": FORMAT_VERSION,
-                "hopgraph_version": __version__,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "corpus": {"passages": len(self.corpus), "source": str(self.corpus.source or "")},
+            base = {
                 "generation": self.generation,
-                "parts": {n: {k: v for k, v in d.items()} for n, d in info["parts"].items()},
-                "files": file_table(tmp),
+                "id": uuid.uuid4().hex,
+                "passages": len(self.corpus),
             }
-            if self.detected is not None:
-                manifest["detected"] = self.detected
+            manifest = {**self._manifest_fields(), "base": base, "deltas": []}
+            manifest["files"] = file_table(tmp)
             write_synced(tmp / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
-        self.path = path
+        self.base, self.deltas, self.saved_deltas = base, [], 0
+        self._saved_to(path)
         return path
 
     @classmethod
@@ -304,7 +472,7 @@ class Index:
         manifest = read_manifest(root)
         verify_files(root, manifest, checksums=verify)
         corpus = _read_passages(root)
-        if len(corpus) != manifest["corpus"]["passages"]:
+        if len(corpus) != (manifest.get("base") or manifest["corpus"])["passages"]:
             raise IndexError_(f"{root}: passages.jsonl does not match the manifest; rebuild")
         index = cls(corpus)
         for name, meta in manifest["parts"].items():
@@ -324,9 +492,67 @@ class Index:
             if meta.get("build_seconds") is not None:
                 index.build_seconds[name] = meta["build_seconds"]
         index.detected = manifest.get("detected")
+        index.base = manifest.get("base")
+        deltas = manifest.get("deltas", [])
+        index.generation = int(manifest.get("generation", 0)) - len(deltas)
+        index = index.replayed(root, deltas)
         index.generation = int(manifest.get("generation", 0))
         index.path = root
         index.manifest_digest = digest
+        index.origin = (root, digest)
+        return index
+
+    def replayed(self, root: Path, deltas: list[dict[str, Any]]) -> Index:
+        """This index with the committed ``deltas`` (manifest entries) of folder ``root``
+        replayed on it, in order: no models run (each part's payload stands in for them)."""
+        index = self
+        for entry in deltas:
+            folder = root / entry["folder"]
+            try:
+                add = list(_read_passages(folder)) if (folder / PASSAGES).stat().st_size else []
+                delete = json.loads((folder / DELETED).read_text(encoding="utf-8"))
+                payloads = {
+                    n: load_payload(folder / n) for n in index.parts if (folder / n).is_dir()
+                }
+                index = index.updated(add=add, delete=delete, payloads=payloads)
+            except HopgraphError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a delta that does not replay is corrupt
+                raise IndexError_(
+                    f"{root}: the update in {entry['folder']} failed to replay ({exc}); "
+                    "rebuild the index"
+                ) from exc
+            index.generation = int(entry["generation"])
+        index.saved_deltas = len(index.deltas or [])
+        return index
+
+    def reloaded(self, *, verify: bool = False) -> Index:
+        """The generation now in this index's folder: only the deltas committed since this
+        index was loaded are replayed on it when its base is still the folder's (a reader
+        following a writer); otherwise the folder is loaded anew."""
+        if self.path is None:
+            raise IndexError_("this index has no folder to reload")
+        root = self.path
+        digest = manifest_digest(root)
+        manifest = read_manifest(root)
+        listed = manifest.get("deltas", [])
+        mine = [d.generation for d in (self.deltas or [])][: self.saved_deltas]
+        if (
+            self.deltas is None
+            or self.base is None
+            or manifest.get("base") != self.base
+            or [int(d["generation"]) for d in listed[: len(mine)]] != mine
+            or len(mine) != len(self.deltas)
+        ):
+            return Index.load(root, verify=verify)
+        verify_files(root, {"files": {
+            k: v for k, v in manifest["files"].items() if k.startswith(f"{DELTAS}/")
+        }}, checksums=verify)  # fmt: skip
+        index = self.replayed(root, listed[len(mine) :])
+        index.generation = int(manifest.get("generation", 0))
+        index.path = root
+        index.manifest_digest = digest
+        index.origin = (root, digest)
         return index
 
 

@@ -30,6 +30,9 @@ class Settings:
     # write; auto = writer when the role is free, else reader
     role: str = "auto"
     reload_interval: float = 1.0  # seconds between checks for a generation committed elsewhere
+    # commit every update as a delta and merge the deltas into a new base on a background
+    # thread (when hopgraph.index.store.DeltaPolicy says so); False: the commit itself merges
+    background_compaction: bool = True
     address: str = ""  # how clients reach this server (written in the writer role's file)
     # bearer token every write needs (and every read but /health with protect_reads); "" = none
     token: str = field(default="", repr=False)

@@ -132,6 +132,7 @@ class ServedIndex:
         self.role = self._take_role()
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
+        self._compactor: threading.Thread | None = None
         if self.settings.reload_interval > 0:
             self._watcher = threading.Thread(
                 target=self._watch, name="hopgraph-reload", daemon=True
@@ -175,6 +176,8 @@ class ServedIndex:
         self._stop.set()
         if self._watcher is not None:
             self._watcher.join(timeout=10)
+        if self._compactor is not None:
+            self._compactor.join()
         self.writer_role.release()
 
     def writer(self) -> str:
@@ -206,7 +209,7 @@ class ServedIndex:
             old = self.snapshot
             if manifest_digest(self.path) == old.index.manifest_digest:
                 return False
-            index = Index.load(self.path, verify=False)
+            index = old.index.reloaded()  # only the deltas committed since, where it can
             snap = self._snapshot(index)
             self._warm(snap, old.retrievers.entries())
             self.snapshot = snap
@@ -288,12 +291,13 @@ class ServedIndex:
                 log.warning("%s changed on disk since it was loaded; reloading it", self.path)
                 base = Index.load(self.path, verify=self.settings.verify)
             new = base.updated(add=add, delete=delete)
-            new.save(self.path)
-            try:
-                loaded = Index.load(self.path, verify=False)
-            except Exception:  # noqa: BLE001 - the folder holds `new`: serve the object we have
-                log.exception("reloading %s after an update failed; serving it as built", self.path)
-                loaded = new
+            new.save(self.path, compact=False if self.settings.background_compaction else None)
+            loaded = new  # committed as a delta: the object is what the folder replays to
+            if not new.deltas:  # a new base was written: serve it memory-mapped
+                try:
+                    loaded = Index.load(self.path, verify=False)
+                except Exception:  # noqa: BLE001 - the folder holds `new`: serve that object
+                    log.exception("reloading %s after compacting failed", self.path)
             snap = self._snapshot(loaded)
             self._warm(snap, old.retrievers.entries())
             self.snapshot = snap  # the single publishing assignment
@@ -302,7 +306,43 @@ class ServedIndex:
             "generation %d: +%d -%d passages (%d now) in %.2fs",
             snap.generation, len(add), len(delete), len(loaded), seconds,
         )  # fmt: skip
+        if loaded.deltas and loaded.policy.compacts(loaded.deltas, len(loaded)):
+            self._compact_soon()
         return UpdateResult(len(add), len(delete), len(loaded), snap.generation, seconds)
+
+    def _compact_soon(self) -> None:
+        """Merge the deltas into a new base on a background thread: searches go on over the
+        served snapshot meanwhile; writes wait for it (they take the same locks)."""
+        if self._compactor is not None and self._compactor.is_alive():
+            return
+        self._compactor = threading.Thread(
+            target=self.compact, name="hopgraph-compact", daemon=True
+        )
+        self._compactor.start()
+
+    def compact(self) -> bool:
+        """Write the served generation as a new base (no deltas) and serve it memory-mapped;
+        False if there was nothing to merge or this server is not the writer."""
+        if self.role != "writer":
+            return False
+        try:
+            with self._write_lock, writer_lock(self.path):
+                old = self.snapshot
+                if not old.index.deltas or manifest_digest(self.path) != old.index.manifest_digest:
+                    return False
+                t0 = time.perf_counter()
+                old.index.compact()
+                snap = self._snapshot(Index.load(self.path, verify=False))
+                self._warm(snap, old.retrievers.entries())
+                self.snapshot = snap
+            log.info(
+                "generation %d compacted into a new base in %.2fs",
+                snap.generation, time.perf_counter() - t0,
+            )  # fmt: skip
+            return True
+        except Exception:  # noqa: BLE001 - the deltas stay; the next commit tries again
+            log.exception("compacting %s failed", self.path)
+            return False
 
     @staticmethod
     def _warm(snap: Snapshot, entries: list[tuple[type[Retriever], Any]]) -> None:

@@ -1,0 +1,177 @@
+"""Commits that write only what changed: an update saved into its folder is a delta (the added
+passages, the deleted ids, the models' outputs) and a new manifest; loading replays the deltas
+on the base and gives what the updated index gives, and a fresh build too. Compaction writes a
+new base."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hopgraph.corpus import Corpus
+from hopgraph.index import Index
+from hopgraph.index.store import DeltaPolicy
+from hopgraph.retrieve import get_retriever
+
+PARTS = ["sparse", "dense", "entities"]
+OPTIONS = {"entities": {"title_aliases": True, "alias_mentions": True}}
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``root``: (inode, mtime_ns), to see which a commit wrote."""
+    return {
+        p.relative_to(root).as_posix(): (p.stat().st_ino, p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file()
+    }
+
+
+def _rankings(index: Index, queries: list[str]) -> list[list[str]]:
+    out = []
+    for method in ("bm25", "dense", "default"):
+        r = get_retriever(index, method)
+        out += [r.search(q, 10).ids for q in queries]
+    return out
+
+
+@pytest.fixture(scope="module")
+def setting(demo_dataset):
+    corpus = demo_dataset.corpus
+    queries = [q.text for q in demo_dataset.questions][:12]
+    return corpus, queries
+
+
+def test_an_update_commits_only_a_delta_and_loads_as_a_rebuild(setting, tmp_path):
+    corpus, queries = setting
+    path = tmp_path / "ix"
+    Index.build(Corpus(corpus[:30]), PARTS, OPTIONS, progress=False).save(path)
+    index = Index.load(path)
+    before = _files(path)
+    steps = [
+        (list(corpus[30:36]), [corpus[3].id]),
+        (list(corpus[36:]), [corpus[31].id, corpus[7].id]),
+    ]
+    for add, delete in steps:
+        index = index.updated(add=add, delete=delete)
+        index.save(path)
+    after = _files(path)
+    changed = sorted(k for k in after if before.get(k) != after[k])
+    # the base is untouched; the manifest and two delta folders are all that was written
+    assert all(k == "manifest.json" or k.startswith("deltas/") for k in changed), changed
+    assert {k.split("/")[1] for k in changed if k.startswith("deltas/")} == {
+        d.name for d in (path / "deltas").iterdir()
+    } and len(list((path / "deltas").iterdir())) == 2
+    written = sum((path / k).stat().st_size for k in changed)
+    total = sum((path / k).stat().st_size for k in after)
+    assert written < 0.4 * total, (written, total)  # 14 of 44 passages came: ~30 %
+
+    loaded = Index.load(path)
+    assert loaded.generation == index.generation == 2
+    assert loaded.corpus.ids == index.corpus.ids
+    rebuilt = Index.build(loaded.corpus, PARTS, OPTIONS, progress=False)
+    want = _rankings(rebuilt, queries)
+    assert _rankings(loaded, queries) == want
+    assert _rankings(index, queries) == want
+    for name in PARTS:
+        assert loaded.part(name).stats() == rebuilt.part(name).stats(), name
+    ea, eb = loaded.part("entities"), rebuilt.part("entities")
+    assert ea.found_dict() == eb.found_dict() and (ea.mentions != eb.mentions).nnz == 0
+    np.testing.assert_allclose(
+        np.asarray(loaded.part("dense").embeddings), np.asarray(rebuilt.part("dense").embeddings),
+        atol=1e-5,
+    )  # fmt: skip
+
+    # compaction: one base again, the same rankings, loads without replaying
+    loaded.compact()
+    assert not (path / "deltas").exists() or not any((path / "deltas").iterdir())
+    again = Index.load(path)
+    assert again.generation == 2 and not again.deltas
+    assert _rankings(again, queries) == want
+
+
+def test_a_reader_replays_only_the_deltas_committed_since(setting, tmp_path, monkeypatch):
+    corpus, queries = setting
+    path = tmp_path / "ix"
+    Index.build(Corpus(corpus[:30]), PARTS, OPTIONS, progress=False).save(path)
+    writer, reader = Index.load(path), Index.load(path)
+    writer = writer.updated(add=list(corpus[30:34]))
+    writer.save(path)
+    reader = reader.reloaded()
+    assert reader.generation == 1 and reader.corpus.ids == writer.corpus.ids
+    writer = writer.updated(add=list(corpus[34:40]), delete=[corpus[0].id])
+    writer.save(path)
+
+    def no_full_load(*a, **k):
+        raise AssertionError("the reader loaded the whole folder again")
+
+    monkeypatch.setattr(Index, "load", no_full_load)
+    reader = reader.reloaded()
+    monkeypatch.undo()
+    assert reader.generation == 2 and reader.corpus.ids == writer.corpus.ids
+    assert _rankings(reader, queries) == _rankings(writer, queries)
+    # after a compaction the base changed: the reader loads the folder anew
+    writer.compact()
+    reader = reader.reloaded()
+    assert reader.base == writer.base and reader.generation == 2
+
+
+def test_the_policy_compacts_when_deltas_grow(setting, tmp_path):
+    corpus, _ = setting
+    path = tmp_path / "ix"
+    Index.build(Corpus(corpus[:30]), ["sparse", "entities"], progress=False).save(path)
+    index = Index.load(path)
+    index.policy = DeltaPolicy(max_deltas=2, max_share=1.0, min_rows=1000)
+    for i in range(2):
+        index = index.updated(add=[corpus[30 + i]])
+        index.save(path)
+        assert len(index.deltas) == i + 1
+    index = index.updated(add=[corpus[32], corpus[33]])
+    index.save(path)  # a third delta would pass max_deltas: a new base instead
+    assert index.deltas == [] and Index.load(path).generation == 3
+    index.policy = DeltaPolicy(max_deltas=99, max_share=0.1, min_rows=2)
+    index = index.updated(add=list(corpus[34:38]))  # 4 rows > max(0.1 * 38, 2)
+    index.save(path)
+    assert index.deltas == []
+
+
+def test_a_commit_that_fails_midway_leaves_the_previous_generation(setting, tmp_path, monkeypatch):
+    import hopgraph.index.store as store
+
+    corpus, queries = setting
+    path = tmp_path / "ix"
+    Index.build(Corpus(corpus[:30]), ["sparse", "entities"], progress=False).save(path)
+    index = Index.load(path).updated(add=list(corpus[30:33]))
+    index.save(path)
+
+    def boom(folder, payload):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store, "save_payload", boom)
+    with pytest.raises(OSError):
+        index.updated(delete=[corpus[1].id]).save(path)
+    monkeypatch.undo()
+    loaded = Index.load(path)
+    assert loaded.generation == 1 and len(loaded) == 33
+    # the next commit removes the half-written delta folder
+    index.updated(delete=[corpus[2].id]).save(path)
+    assert len(list((path / "deltas").iterdir())) == 2
+    assert Index.load(path).generation == 2
+
+
+def test_new_parts_or_another_folder_write_the_whole_index(setting, tmp_path):
+    corpus, _ = setting
+    path = tmp_path / "ix"
+    Index.build(Corpus(corpus[:30]), ["sparse"], progress=False).save(path)
+    index = Index.load(path).updated(add=[corpus[30]])
+    index.add_parts(["entities"])
+    index.save(path)
+    assert index.deltas == [] and Index.load(path).has("entities")
+    other = Index.load(path).updated(add=[corpus[31]])
+    other.save(tmp_path / "copy")  # another folder: a whole index there
+    assert not (tmp_path / "copy" / "deltas").exists() or not os.listdir(
+        tmp_path / "copy" / "deltas"
+    )
+    assert len(Index.load(tmp_path / "copy")) == 32
