@@ -53,23 +53,24 @@ def test_an_update_commits_only_a_delta_and_loads_as_a_rebuild(setting, tmp_path
     steps = [
         (list(corpus[30:36]), [corpus[3].id]),
         (list(corpus[36:]), [corpus[31].id, corpus[7].id]),
+        ([], [corpus[9].id]),  # a delete alone: no vectors to keep
     ]
     for add, delete in steps:
         index = index.updated(add=add, delete=delete)
         index.save(path)
     after = _files(path)
     changed = sorted(k for k in after if before.get(k) != after[k])
-    # the base is untouched; the manifest and two delta folders are all that was written
+    # the base is untouched; the manifest and three delta folders are all that was written
     assert all(k == "manifest.json" or k.startswith("deltas/") for k in changed), changed
     assert {k.split("/")[1] for k in changed if k.startswith("deltas/")} == {
         d.name for d in (path / "deltas").iterdir()
-    } and len(list((path / "deltas").iterdir())) == 2
+    } and len(list((path / "deltas").iterdir())) == 3
     written = sum((path / k).stat().st_size for k in changed)
     total = sum((path / k).stat().st_size for k in after)
     assert written < 0.4 * total, (written, total)  # 14 of 44 passages came: ~30 %
 
     loaded = Index.load(path)
-    assert loaded.generation == index.generation == 2
+    assert loaded.generation == index.generation == 3
     assert loaded.corpus.ids == index.corpus.ids
     rebuilt = Index.build(loaded.corpus, PARTS, OPTIONS, progress=False)
     want = _rankings(rebuilt, queries)
@@ -88,7 +89,7 @@ def test_an_update_commits_only_a_delta_and_loads_as_a_rebuild(setting, tmp_path
     loaded.compact()
     assert not (path / "deltas").exists() or not any((path / "deltas").iterdir())
     again = Index.load(path)
-    assert again.generation == 2 and not again.deltas
+    assert again.generation == 3 and not again.deltas
     assert _rankings(again, queries) == want
 
 

@@ -301,3 +301,28 @@ def test_title_aliases_found_in_old_texts_follow_added_and_deleted_pages():
     assert found == rebuilt.part("entities").found_dict()
     ea, eb = index.part("entities"), rebuilt.part("entities")
     assert ea.names == eb.names and (ea.mentions != eb.mentions).nnz == 0
+
+
+@pytest.mark.parametrize("with_nul", [False, True])
+def test_rows_mentioning_finds_what_a_text_by_text_scan_finds(with_nul):
+    """The block-at-a-time Aho–Corasick scan (accents folded, NUL between texts) against the
+    definition: the words alias_spans compares, joined, hold the phrase."""
+    import re
+
+    from hopgraph.index.entities import rows_mentioning
+    from hopgraph.text.ner import fold_accents
+
+    rng = random.Random(4)
+    words = ["Tours", "of", "Hugh", "Gödel", "Kurt", "the", "Ñandú", "x1", "Ōsaka", "city", "–"]
+    words += ["(", "ﬁ", "İ"] + (["a\x00b"] if with_nul else [])
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randrange(1, 15))) for _ in range(5000)]
+    corpus = Corpus([Passage(f"p{i}", "", t) for i, t in enumerate(texts)])
+    phrases = ["hugh of tours", "kurt godel", "nandu", "osaka city", "fi", "x1 city"]
+
+    def scan(row: int) -> bool:
+        w = " ".join(re.findall(r"[0-9A-Za-z]+", fold_accents(texts[row]))).lower()
+        return any(f" {p} " in f" {w} " for p in phrases)
+
+    assert rows_mentioning(corpus, phrases, "simple") == [r for r in range(5000) if scan(r)]
+    some = list(range(0, 5000, 7))
+    assert rows_mentioning(corpus, phrases, "simple", rows=some) == [r for r in some if scan(r)]

@@ -454,7 +454,7 @@ ANN_ROWS_FILE = "ann_rows.npy"  # the graph's key → row map after live updates
 
 def part_vectors(vectors: np.ndarray) -> np.ndarray:
     """Encoder output as kept in a replay payload: float32 rows (2-d even when empty)."""
-    return np.ascontiguousarray(np.asarray(vectors, np.float32).reshape(len(vectors), -1))
+    return np.ascontiguousarray(np.atleast_2d(np.asarray(vectors, np.float32)))
 
 
 _BLAS_LIMITED = False

@@ -7,6 +7,7 @@ and edge caps can be varied without re-running NER.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -34,6 +35,7 @@ from hopgraph.text.ner import (
     EntityExtractor,
     fold_accents,
     fold_accents_many,
+    folded_codes,
     make_extractor,
     normalize_entity,
     strip_disambiguator,
@@ -93,6 +95,8 @@ class EntityPart(IndexPart):
         # title aliases found in each passage's text (alias_mentions; for live updates)
         self.found: sp.csr_matrix | None = None
         self.found_keys: list[str] | None = None
+        # per passage: its title, the title's alias and the whole title normalised (title_aliases)
+        self.titles: list[tuple[str, str, str]] | None = None
 
     @property
     def extractor(self) -> EntityExtractor:
@@ -161,11 +165,13 @@ class EntityPart(IndexPart):
         *,
         found: tuple[sp.csr_matrix, list[str]] | None = None,
         aliases: dict[str, str] | None = None,
+        titles: list[tuple[str, str, str]] | None = None,
     ) -> EntityPart:
         """The part from each passage's normalised mentions (``raw[d, j]``: mentions of
         ``raw_keys[j]`` in passage d), before aliasing and filtering. ``found``: the title
         aliases in each passage's text (:func:`alias_records`; looked for here when not given).
-        ``aliases``: :func:`title_alias_map` of ``corpus``, when the caller has it already.
+        ``aliases``: :func:`title_alias_map` of ``corpus``, ``titles``: its
+        :func:`title_keys`, when the caller has them already.
 
         Title aliases, own pages, document frequencies and the filters depend on the whole
         corpus, so they are computed here from the per-passage mentions; building and live
@@ -173,17 +179,19 @@ class EntityPart(IndexPart):
         """
         o = options
         n = len(corpus)
+        if o.title_aliases and titles is None:
+            titles = title_keys(corpus, o.normalize)
         if aliases is None:
-            aliases = title_alias_map(corpus, o.normalize) if o.title_aliases else {}
+            aliases = title_alias_map_of(titles) if titles is not None else {}
         keys: dict[str, int] = {}  # canonical entity → provisional column
         to_col = np.asarray(
             [keys.setdefault(aliases.get(k, k), len(keys)) for k in raw_keys], dtype=np.int64
         )
         own_rows: list[int] = []
         own_cols: list[int] = []
-        if aliases:
-            for i, p in enumerate(corpus):
-                own = aliases.get(normalize_entity(strip_disambiguator(p.title), o.normalize))
+        if aliases and titles is not None:
+            for i, (_, alias, _) in enumerate(titles):
+                own = aliases.get(alias)
                 if own:
                     own_rows.append(i)
                     own_cols.append(keys.setdefault(own, len(keys)))
@@ -227,6 +235,7 @@ class EntityPart(IndexPart):
             owns.sort_indices()
         part = cls(o, names, mentions, aliases, owns)
         part.raw, part.raw_keys = raw, raw_keys
+        part.titles = titles
         if found is not None:
             part.found, part.found_keys = sp.csr_matrix(found[0]), list(found[1])
         return part
@@ -270,11 +279,19 @@ class EntityPart(IndexPart):
         assert self.raw is not None and self.raw_keys is not None
         counts, keys = raw_mentions(new, o.normalize, list(self.raw_keys))
         raw, keys = stack_records(self.raw, change.keep, counts, keys)
-        found = None
-        aliases = title_alias_map(change.new, o.normalize) if o.title_aliases else None
+        found = aliases = titles = None
+        if o.title_aliases:
+            if self.titles is None:  # a part saved before they were kept
+                titles = title_keys(change.new, o.normalize)
+            else:  # the kept rows' stay; only the added titles are normalised
+                titles = [self.titles[r] for r in change.keep.tolist()]
+                titles += title_keys(change.added_passages, o.normalize)
+            aliases = title_alias_map_of(titles)
         if aliases is not None and o.alias_mentions and self.found is not None:
             found, rescan = self._updated_found(change, aliases, rescan)
-        part = type(self).assemble(change.new, o, raw, keys, found=found, aliases=aliases)
+        part = type(self).assemble(
+            change.new, o, raw, keys, found=found, aliases=aliases, titles=titles
+        )
         part._extractor = self._extractor  # loaded once (a spaCy pipeline takes seconds)
         part.payload = {"mentions": [list(m) for m in new], "rescan": rescan}
         return part
@@ -352,6 +369,8 @@ class EntityPart(IndexPart):
             np.save(folder / "raw.data.npy", self.raw.data)
         if self.found is not None and self.found_keys is not None:
             save_records(folder, "found", self.found, self.found_keys)
+        if self.titles is not None:
+            (folder / "titles.json").write_text(json.dumps(self.titles, ensure_ascii=False))
 
     @classmethod
     def load(cls, folder: Path, options: EntityOptions, *, mmap: bool = True) -> EntityPart:
@@ -372,6 +391,8 @@ class EntityPart(IndexPart):
             part.raw = _load_csr(folder, "raw", len(part.raw_keys), mode)
         if (folder / "found.keys.json").exists():
             part.found, part.found_keys = load_records(folder, "found")
+        if (folder / "titles.json").exists():
+            part.titles = [tuple(t) for t in json.loads((folder / "titles.json").read_text())]
         return part
 
     def stats(self) -> dict[str, Any]:
@@ -455,6 +476,37 @@ def canonical(mention: str, mode: str, aliases: dict[str, str]) -> str:
     return aliases.get(key, key)
 
 
+def title_keys(passages: Iterable[Passage], mode: str) -> list[tuple[str, str, str]]:
+    """Per passage: its title, the title's alias (without its disambiguator) and the whole
+    title, both normalised ("" for an untitled passage): what :func:`title_alias_map` reads."""
+    out = []
+    for p in passages:
+        t = p.title or ""
+        if t:
+            out.append(
+                (t, normalize_entity(strip_disambiguator(t), mode), normalize_entity(t, mode))
+            )
+        else:
+            out.append(("", "", ""))
+    return out
+
+
+def title_alias_map_of(titles: Iterable[tuple[str, str, str]]) -> dict[str, str]:
+    """:func:`title_alias_map` from the passages' :func:`title_keys`."""
+    owners: dict[str, set[str]] = {}
+    full_of: dict[str, str] = {}
+    for title, alias, full in titles:
+        if title:
+            owners.setdefault(alias, set()).add(title)
+            full_of[title] = full
+    out: dict[str, str] = {}
+    for alias, owned in owners.items():
+        if alias and len(owned) == 1:
+            out[alias] = alias
+            out.setdefault(full_of[next(iter(owned))], alias)
+    return out
+
+
 def title_alias_map(corpus: Corpus, mode: str) -> dict[str, str]:
     """SPRIG-EL: alias → canonical entity, from passage titles only (no external knowledge).
 
@@ -463,18 +515,7 @@ def title_alias_map(corpus: Corpus, mode: str) -> dict[str, str]:
     Both the alias and the full title map to the alias, so ``"Kiss and Tell (1945 film)"`` and a
     mention ``"Kiss and Tell"`` become one node.
     """
-    owners: dict[str, set[str]] = {}
-    for p in corpus:
-        if p.title:
-            alias = normalize_entity(strip_disambiguator(p.title), mode)
-            owners.setdefault(alias, set()).add(p.title)
-    out: dict[str, str] = {}
-    for alias, titles in owners.items():
-        if alias and len(titles) == 1:
-            out[alias] = alias
-            full = normalize_entity(next(iter(titles)), mode)
-            out.setdefault(full, alias)
-    return out
+    return title_alias_map_of(title_keys(corpus, mode))
 
 
 def alias_records(
@@ -540,24 +581,74 @@ def rows_mentioning(
     if len(automaton) == 0:
         return []
     automaton.make_automaton()
-    wanted = range(len(corpus)) if rows is None else np.asarray(rows).tolist()
-    out: list[int] = []
+    wanted = list(range(len(corpus))) if rows is None else np.asarray(rows).tolist()
+    out: set[int] = set()
     block = 4096
     for lo in range(0, len(wanted), block):
         batch = wanted[lo : lo + block]
         texts = [corpus[r].text for r in batch]
-        if mode == "simple":  # normalize_entity of an ASCII alphanumeric word is its lowercase
-            texts = [" ".join(_WORD.findall(t)).lower() for t in fold_accents_many(texts)]
+        if mode == "simple":
+            # One string per block: the words of each text (normalize_entity of an ASCII
+            # alphanumeric word is its lowercase) between NUL separators, which no phrase
+            # holds; the automaton runs over it once, and a hit's position gives its text.
+            if any("\x00" in t for t in texts):  # a text holding NUL itself: one at a time
+                hits = [
+                    i for i, t in enumerate(fold_accents_many(texts))
+                    if next(automaton.iter(f" {_NON_WORD.sub(' ', t).lower()} "), None)
+                ]  # fmt: skip
+                out.update(batch[i] for i in hits)
+                continue
+            words, starts = _block_words(texts)
+            ends = [end for end, _ in automaton.iter(words)]
+            if ends:
+                which = np.searchsorted(starts, np.asarray(ends), side="right") - 1
+                out.update(batch[i] for i in np.unique(which).tolist())
         else:
             texts = [" ".join(normalize_entity(w, mode) for w in t.split()) for t in texts]
-        out.extend(
-            r for r, t in zip(batch, texts, strict=True)
-            if next(automaton.iter(f" {t} "), None) is not None
-        )  # fmt: skip
-    return out
+            out.update(
+                r for r, t in zip(batch, texts, strict=True)
+                if next(automaton.iter(f" {t} "), None) is not None
+            )  # fmt: skip
+    return sorted(out)
+
+
+def _block_words(texts: list[str]) -> tuple[str, np.ndarray]:
+    """The words :func:`alias_spans` compares in each text (accents folded, runs of
+    [0-9A-Za-z] lowercased), each text's between single spaces and the texts joined by NUL,
+    as one ASCII string, with the offset where each text's part starts. Done with numpy over
+    the code points (a regex over 70 MB of text took 2 s)."""
+    codes = folded_codes(texts)
+    table = _word_table()
+    b = table[np.minimum(codes, len(table) - 1)]
+    # one space between words; every text starts and ends with one (NUL stays as a separator)
+    b = np.concatenate([[32], b, [32]]).astype(np.uint8)
+    nul = b == 0
+    b = np.repeat(b, np.where(nul, 3, 1))  # NUL → " NUL " so each text is space-bounded
+    zeros = np.flatnonzero(b == 0)  # in threes, one three per separator
+    b[zeros[0::3]] = 32
+    b[zeros[2::3]] = 32
+    keep = np.ones(len(b), bool)
+    keep[1:] = ~((b[1:] == 32) & (b[:-1] == 32))
+    b = b[keep]
+    starts = np.concatenate([[0], np.flatnonzero(b == 0) + 1])
+    return b.tobytes().decode("ascii"), starts
+
+
+@functools.cache
+def _word_table() -> np.ndarray:
+    """Code point → ASCII byte: 0-9 and a-z themselves, A-Z lowercased, NUL kept, anything
+    else a space (past 127 everything is; :func:`_block_words` clips to this table)."""
+    table = np.full(129, 32, np.uint8)
+    for c in "0123456789abcdefghijklmnopqrstuvwxyz":
+        table[ord(c)] = ord(c)
+    for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+        table[ord(c)] = ord(c.lower())
+    table[0] = 0
+    return table
 
 
 _WORD = re.compile(r"[0-9A-Za-z]+")
+_NON_WORD = re.compile(r"[^0-9A-Za-z]+")
 # lowercase words inside names, where the regex NER splits them ("Ermengarde of Tours")
 _CONNECTORS = frozenset(
     "of the and de del della di da du des la le les von van der den y e al el bin ibn on in at "

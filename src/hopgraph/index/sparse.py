@@ -132,28 +132,37 @@ class SparsePart(IndexPart):
         vocab = dict(self.vocab)
         tok = self.tokenizer
         old = sp.csr_matrix(self.doc_terms)
-        indptr = [0]
-        indices: list[np.ndarray] = []
-        data: list[np.ndarray] = []
-        for r in tqdm(rows, desc="sparse: updating", unit="passage", disable=not progress):
-            if isinstance(r, str):
-                ids = [vocab.setdefault(t, len(vocab)) for t in tok(r)]
-                cols, cnt = np.unique(np.asarray(ids, np.int64), return_counts=True)
-            else:
-                lo, hi = old.indptr[r], old.indptr[r + 1]
-                cols, cnt = old.indices[lo:hi], old.data[lo:hi]
-            indices.append(np.asarray(cols, np.int64))
-            data.append(np.asarray(cnt, np.int32))
-            indptr.append(indptr[-1] + len(cols))
+        blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (data, indices, lengths)
+        i = 0
+        with tqdm(
+            total=len(rows), desc="sparse: updating", unit="passage", disable=not progress
+        ) as bar:
+            while i < len(rows):
+                if isinstance(rows[i], str):  # a new text: tokenised now
+                    ids = [vocab.setdefault(t, len(vocab)) for t in tok(rows[i])]
+                    cols, cnt = np.unique(np.asarray(ids, np.int64), return_counts=True)
+                    blocks.append((cnt, cols, np.asarray([len(cols)])))
+                    i, done = i + 1, 1
+                else:  # a run of kept rows: copied in one fancy-indexing step
+                    j = i
+                    while j < len(rows) and not isinstance(rows[j], str):
+                        j += 1
+                    kept = old[np.asarray(rows[i:j], np.int64)]
+                    blocks.append((kept.data, kept.indices, np.diff(kept.indptr)))
+                    i, done = j, j - i
+                bar.update(done)
         terms.extend(list(vocab)[len(terms) :])
+        lengths = np.concatenate([b[2] for b in blocks]) if blocks else np.zeros(0, np.int64)
         counts = sp.csr_matrix(
             (
-                np.concatenate(data) if data else np.zeros(0, np.int32),
-                np.concatenate(indices) if indices else np.zeros(0, np.int64),
-                np.asarray(indptr, np.int64),
+                np.concatenate([b[0] for b in blocks]).astype(np.int32)
+                if blocks else np.zeros(0, np.int32),
+                np.concatenate([b[1] for b in blocks]).astype(np.int64)
+                if blocks else np.zeros(0, np.int64),
+                np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
             ),
             shape=(len(rows), len(terms)),
-        )
+        )  # fmt: skip
         return type(self).from_counts(self.options, counts, terms, progress=False)
 
     def update(

@@ -44,6 +44,7 @@ from hopgraph.atomic import (
 from hopgraph.config import make_options
 from hopgraph.corpus import Corpus, Passage
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
+from hopgraph.corpus.view import ViewCorpus
 from hopgraph.errors import (
     ConfigError,
     DuplicateIdError,
@@ -248,12 +249,13 @@ class Index:
         dup = [p.id for p in add if p.id in taken or p.id in seen or seen.add(p.id)]
         if dup:
             raise DuplicateIdError(dup)
-        gone = {self.corpus.position(i) for i in delete}
-        keep = np.asarray([r for r in range(len(self.corpus)) if r not in gone], dtype=np.int64)
-        passages = [p for r, p in enumerate(self.corpus) if r not in gone] + add
-        if not passages:
+        gone = [self.corpus.position(i) for i in delete]
+        alive = np.ones(len(self.corpus), bool)
+        alive[gone] = False
+        keep = np.flatnonzero(alive).astype(np.int64)
+        if len(keep) + len(add) == 0:
             raise UpdateError("the update would leave the index empty; keep at least one passage")
-        corpus = Corpus(passages, source=self.corpus.source)
+        corpus = ViewCorpus(self.corpus, keep, add, source=self.corpus.source)
         out = Index(corpus)
         out.detected = self.detected
         out.generation = self.generation + 1
@@ -451,13 +453,11 @@ class Index:
                 folder = tmp / "parts" / name
                 folder.mkdir(parents=True)
                 part.save(folder)
-            base = {
-                "generation": self.generation,
-                "id": uuid.uuid4().hex,
-                "passages": len(self.corpus),
-            }
-            manifest = {**self._manifest_fields(), "base": base, "deltas": []}
-            manifest["files"] = file_table(tmp)
+            files = file_table(tmp)
+            # the base's id is its files' checksums: a reader knows whether it still has it
+            digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+            base = {"generation": self.generation, "id": digest[:32], "passages": len(self.corpus)}
+            manifest = {**self._manifest_fields(), "base": base, "deltas": [], "files": files}
             write_synced(tmp / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
         self.base, self.deltas, self.saved_deltas = base, [], 0
         self._saved_to(path)

@@ -102,13 +102,19 @@ def fold_accents_many(texts: list[str], chunk: int = 4096) -> list[str]:
         if len(block) > 1 and any("\x00" in t for t in block):
             out.extend(fold_accents_many([t], chunk=1)[0] for t in block)
             continue
-        # NFKD works character by character (a starter such as NUL stops any reordering), so
-        # the texts can be joined; NUL is no combining mark and survives the mask
-        joined = unicodedata.normalize("NFKD", "\x00".join(block))
-        codes = np.frombuffer(joined.encode("utf-32-le"), np.uint32)
-        kept = codes[~marks[codes]].tobytes().decode("utf-32-le")
+        kept = folded_codes(block, marks).tobytes().decode("utf-32-le")
         out.extend(kept.split("\x00") if len(block) > 1 else [kept])
     return out
+
+
+def folded_codes(texts: list[str], marks: np.ndarray | None = None) -> np.ndarray:
+    """The code points of the texts joined by NUL, accents folded as :func:`fold_accents`
+    folds them. NFKD works character by character (a starter such as NUL stops any
+    reordering), so joining first changes nothing; NUL is no combining mark and survives."""
+    marks = _combining_marks() if marks is None else marks
+    joined = unicodedata.normalize("NFKD", "\x00".join(texts))
+    codes = np.frombuffer(joined.encode("utf-32-le"), np.uint32)
+    return codes[~marks[codes]]
 
 
 @functools.cache
