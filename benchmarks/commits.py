@@ -207,8 +207,8 @@ print(ix.generation)
                 time.sleep(0.2)
                 continue
             if new.generation != ix.generation:
-                for m in ("default", "bm25"):
-                    get_retriever(new, m)
+                for m in ("default", "bm25"):  # what serve does before publishing
+                    get_retriever(new, m).search(queries[0], 10)
                 state["reader"] = new
                 served.append(new.generation)
             time.sleep(0.2)
