@@ -104,19 +104,22 @@ def test_updates_keep_the_graph_and_still_find_what_exact_search_finds(tmp_path)
 
     corpus = load_corpus(demo_dataset_path())
     opts = {"dense": {"ann_min_passages": 10}}
-    index = Index.build(Corpus(corpus[:30]), ["dense"], opts, progress=False)
+    Index.build(Corpus(corpus[:30]), ["dense"], opts, progress=False).save(tmp_path / "ix")
+    index = Index.load(tmp_path / "ix")
     graph = index.part("dense").ann
     index = index.updated(add=list(corpus[30:38]), delete=[corpus[2].id, corpus[11].id])
     index = index.updated(add=list(corpus[38:]), delete=[corpus[31].id, corpus[0].id])
     dense = index.part("dense")
     assert dense.ann is graph and dense.ann_rows is not None
     assert dense.ann_live == 27 and dense.embeddings.shape[0] == 40  # 27 old rows, 13 new
-    index.save(tmp_path / "ix")
-    loaded = Index.load(tmp_path / "ix")
+    index.save(tmp_path / "ix")  # two deltas: the graph file is not rewritten
+    loaded = Index.load(tmp_path / "ix")  # replayed on the saved graph
     np.testing.assert_array_equal(loaded.part("dense").ann_rows, dense.ann_rows)
     exact = Index.build(index.corpus, ["dense"], {"dense": {"ann": "none"}}, progress=False)
     compact = loaded.part("dense").compacted()
     assert compact.ann_rows is None and len(compact.ann) == 40
+    with pytest.raises(ValueError, match="compacted"):
+        dense.save(tmp_path)
     questions = [q.text for q in load_dataset(demo_dataset_path()).questions]
     for ix in (index, loaded):
         for q in questions:

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_updates import FAST_OPTIONS, _random_updates, assert_same_rankings
 
 from hopgraph.corpus import Corpus
 from hopgraph.index import Index
@@ -176,3 +179,46 @@ def test_new_parts_or_another_folder_write_the_whole_index(setting, tmp_path):
         tmp_path / "copy" / "deltas"
     )
     assert len(Index.load(tmp_path / "copy")) == 32
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    seed=st.integers(0, 10**6),
+    start=st.integers(3, 40),
+    steps=st.integers(1, 5),
+    compact_at=st.integers(-1, 4),
+)
+def test_any_sequence_of_commits_and_compactions_loads_as_a_rebuild(
+    demo_dataset, tmp_path_factory, seed, start, steps, compact_at
+):
+    """Random adds, deletes and edited re-adds, each committed as a delta, with a compaction at
+    a random step (or none): the folder loads (replaying the deltas) as a fresh build of the
+    final corpus ranks and stores, and so does a reader that followed every commit."""
+    corpus = demo_dataset.corpus
+    queries = [q.text for q in demo_dataset.questions[:6]]
+    path = tmp_path_factory.mktemp("commits") / "ix"
+    parts, options = ["sparse", "entities"], {"entities": FAST_OPTIONS["entities"]}
+    Index.build(Corpus(corpus[:start]), parts, options, progress=False).save(path)
+    index, reader = Index.load(path), Index.load(path)
+    for step, (add, delete) in enumerate(_random_updates(corpus, start, steps, seed)):
+        index = index.updated(add=add, delete=delete)
+        index.save(path, compact=True if step == compact_at else None)
+        reader = reader.reloaded()
+        assert reader.generation == index.generation == step + 1
+    loaded = Index.load(path)
+    rebuilt = Index.build(loaded.corpus, parts, options, progress=False)
+    assert loaded.corpus.ids == rebuilt.corpus.ids == reader.corpus.ids
+    methods = [("bm25", {}), ("graph", {})]
+    for ix in (loaded, reader):
+        assert_same_rankings(ix, rebuilt, methods, queries)
+        ea, eb = ix.part("entities"), rebuilt.part("entities")
+        assert ea.names == eb.names and (ea.mentions != eb.mentions).nnz == 0
+        assert ea.found_dict() == eb.found_dict()
+        for q in queries:
+            np.testing.assert_array_equal(
+                ix.part("sparse").scores(q), rebuilt.part("sparse").scores(q)
+            )

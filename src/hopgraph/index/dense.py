@@ -359,9 +359,9 @@ class DensePart(IndexPart):
         if self.hnsw is not None:
             self.hnsw.save_index(str(folder / "hnsw.bin"))
         if self.ann is not None:
+            if self.ann_rows is not None:  # an index is saved whole only compacted
+                raise ValueError("save the compacted() part: this one has rows outside its graph")
             self.ann.save(folder)
-            if self.ann_rows is not None:
-                np.save(folder / ANN_ROWS_FILE, self.ann_rows)
         if self.passage_encoder is not None:
             (folder / ENCODER_FILE).write_text(self.passage_encoder)
 
@@ -376,8 +376,6 @@ class DensePart(IndexPart):
             hnsw.load_index(str(folder / "hnsw.bin"), max_elements=vectors.shape[0])
         ann = AnnIndex.load(folder, mmap=mmap) if (folder / ANN_FILE).exists() else None
         part = cls(options, vectors, hnsw, ann)
-        if ann is not None and (folder / ANN_ROWS_FILE).exists():
-            part.ann_rows = np.load(folder / ANN_ROWS_FILE)
         part.passage_encoder = _segment_encoder(folder)
         return part
 
@@ -449,7 +447,6 @@ class DensePart(IndexPart):
         return labels.astype(np.int64), (1.0 - dist).astype(np.float32)
 
 
-ANN_ROWS_FILE = "ann_rows.npy"  # the graph's key → row map after live updates
 
 
 def part_vectors(vectors: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ feedback (RM3) and for later in-place updates.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,13 +53,24 @@ class SparsePart(IndexPart):
     name = "sparse"
     Options = SparseOptions
 
-    def __init__(self, options: SparseOptions, bm25: bm25s.BM25, doc_terms: sp.csr_matrix):
+    def __init__(
+        self,
+        options: SparseOptions,
+        bm25: bm25s.BM25 | None,
+        doc_terms: sp.csr_matrix,
+        terms: list[str] | None = None,
+    ):
+        """``bm25``: the score matrix, or None to compute it from ``doc_terms`` and ``terms``
+        when first searched (an update replayed on load, or several in a row, then costs
+        one computation instead of one each)."""
         super().__init__(options)
-        self.bm25 = bm25
+        self._bm25 = bm25
+        self._counts_terms = terms
+        self._bm25_lock = threading.Lock()
         self.doc_terms = doc_terms
         self.tokenizer = Tokenizer(options.stemmer, options.stopwords)
-        self.vocab: dict[str, int] = bm25.vocab_dict
-        self.n_docs = int(bm25.scores["num_docs"])
+        self.vocab: dict[str, int] = bm25.vocab_dict if bm25 is not None else _vocab(terms or [])
+        self.n_docs = int(doc_terms.shape[0])
         self._doc_len: np.ndarray | None = None
         self._terms: list[str] | None = None
         self.derived: dict[tuple, Any] = {}  # structures methods derive from this part (graphs)
@@ -92,12 +104,25 @@ class SparsePart(IndexPart):
         if len(used) < len(terms):  # terms left by deleted passages: drop them
             counts = sp.csr_matrix(counts[:, used])
             terms = [terms[t] for t in used.tolist()]
-        bm25 = bm25_from_counts(options, counts, terms)
         doc_terms = sp.csr_matrix(
             (counts.data.astype(np.int32), counts.indices, counts.indptr),
-            shape=(counts.shape[0], len(bm25.vocab_dict)),
+            shape=(counts.shape[0], len(_vocab(terms))),
         )
-        return cls(options, bm25, doc_terms)
+        return cls(options, None, doc_terms, terms)
+
+    @property
+    def bm25(self) -> bm25s.BM25:
+        """The bm25s index (its score matrix computed from the counts on first use)."""
+        if self._bm25 is None:
+            with self._bm25_lock:
+                if self._bm25 is None:
+                    assert self._counts_terms is not None
+                    d = self.doc_terms  # its last column is bm25s's empty token: no entries
+                    counts = sp.csr_matrix(
+                        (d.data, d.indices, d.indptr), shape=(d.shape[0], len(self._counts_terms))
+                    )
+                    self._bm25 = bm25_from_counts(self.options, counts, self._counts_terms)
+        return self._bm25
 
     segmentable = True
 
@@ -259,6 +284,15 @@ class SparsePart(IndexPart):
         return self._terms
 
 
+def _vocab(terms: list[str]) -> dict[str, int]:
+    """Term → id as bm25s numbers them, with its empty token (``BM25.index`` with
+    ``create_empty_token``) after the terms when no term is empty."""
+    vocab = {t: i for i, t in enumerate(terms)}
+    if "" not in vocab:
+        vocab[""] = len(terms)
+    return vocab
+
+
 def bm25_from_counts(options: SparseOptions, counts: sp.csr_matrix, terms: list[str]) -> bm25s.BM25:
     """A bm25s index from document–term counts: what ``BM25.index`` computes from token lists,
     with bm25s's own document-frequency, idf and term-frequency functions, applied to all
@@ -325,9 +359,7 @@ def bm25_from_counts(options: SparseOptions, counts: sp.csr_matrix, terms: list[
         "indptr": matrix.indptr.astype(np.int64),  # as bm25s's own CSC builder types it
         "num_docs": n_docs,
     }
-    vocab = {t: i for i, t in enumerate(terms)}
-    if "" not in vocab:  # bm25s's empty token (BM25.index with create_empty_token)
-        vocab[""] = n_terms
+    vocab = _vocab(terms)
     bm25.vocab_dict = vocab
     bm25.unique_token_ids_set = set(vocab.values())
     return bm25
