@@ -226,3 +226,15 @@ def test_spacy_two_processes_same_output(spacy_ner):
     out = two.extract(texts)
     assert out == spacy_ner.extract(texts)
     assert len(out) == 300 and all(out)
+
+
+def test_no_combining_mark_lies_past_the_planes_the_fold_table_scans():
+    """fold_accents's table scans the first three planes only (fast to build): true while this
+    Python's Unicode database has no combining mark beyond them."""
+    import sys
+    import unicodedata
+
+    from hopgraph.text import ner
+
+    beyond = range(ner._LAST_MARK_PLANE_END, sys.maxunicode + 1)
+    assert not any(unicodedata.combining(chr(c)) for c in beyond)

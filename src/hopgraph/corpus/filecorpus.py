@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
+import orjson
 
 from hopgraph.corpus.passage import Corpus, Passage
 from hopgraph.errors import CorpusError
@@ -28,7 +29,10 @@ def passage_line(p: Passage) -> bytes:
 
 
 def passage_from_line(line: bytes | str) -> Passage:
-    d = json.loads(line)
+    try:  # orjson parses these lines ~3x faster; what it refuses (NaN in metadata) json reads
+        d = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        d = json.loads(line)
     return Passage(d["id"], d["title"], d["text"], d.get("metadata") or {})
 
 

@@ -49,7 +49,17 @@ class ViewCorpus(Corpus):
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+            start, stop, step = i.indices(len(self))
+            if step != 1 or start >= stop:
+                return [self[j] for j in range(start, stop, step)]
+            kept = self.rows[start : min(stop, len(self.rows))]
+            out: list[Passage] = []
+            if len(kept):  # the base's rows between the first and last kept, read at once
+                first = int(kept[0])
+                chunk = self.base[first : int(kept[-1]) + 1]
+                out = [chunk[r - first] for r in kept.tolist()]
+            lo = max(start - len(self.rows), 0)
+            return out + self.added[lo : max(stop - len(self.rows), 0)]
         n = len(self)
         if i < 0:
             i += n

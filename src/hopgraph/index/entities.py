@@ -586,7 +586,10 @@ def rows_mentioning(
     block = 4096
     for lo in range(0, len(wanted), block):
         batch = wanted[lo : lo + block]
-        texts = [corpus[r].text for r in batch]
+        if batch[-1] - batch[0] == len(batch) - 1:  # a run of rows: read at once
+            texts = [p.text for p in corpus[batch[0] : batch[-1] + 1]]
+        else:
+            texts = [corpus[r].text for r in batch]
         if mode == "simple":
             # One string per block: the words of each text (normalize_entity of an ASCII
             # alphanumeric word is its lowercase) between NUL separators, which no phrase

@@ -121,10 +121,13 @@ def folded_codes(texts: list[str], marks: np.ndarray | None = None) -> np.ndarra
 def _combining_marks() -> np.ndarray:
     """Whether each code point is a combining mark (computed once, ~0.3 s)."""
     marks = np.zeros(sys.maxunicode + 1, bool)
-    for c in range(sys.maxunicode + 1):
+    for c in range(_LAST_MARK_PLANE_END):  # no plane past the second holds a combining mark
         if unicodedata.combining(chr(c)):
             marks[c] = True
     return marks
+
+
+_LAST_MARK_PLANE_END = 0x30000
 
 
 def strip_disambiguator(title: str) -> str:
