@@ -70,6 +70,10 @@ def main() -> None:
         "on another machine (phase 3)",
     )  # fmt: skip
     ap.add_argument("--skip-cli", action="store_true", help="phases 2 and 3 only")
+    ap.add_argument(
+        "--switch-interval", type=float, default=None,
+        help="sys.setswitchinterval for the searching process (phase 3; Python's default 0.005)",
+    )  # fmt: skip
     ap.add_argument("--out", default="benchmarks/results/commits.json")
     args = ap.parse_args()
     src = Path(args.index_dir).resolve()
@@ -167,6 +171,8 @@ def main() -> None:
             i += 1
         return lat
 
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     if args.pin:
         import os
 
