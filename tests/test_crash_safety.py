@@ -3,9 +3,12 @@ it loads (every checksum verified) and answers, and it is one of the states the 
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import random
+import re
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -164,3 +167,177 @@ def test_remove_debris_spares_live_writers(tmp_path):
         d.mkdir()
     atomic.remove_debris(Path(path))
     assert mine.exists() and not dead.exists()
+
+
+def _commit_killed_at(path: str, step: int, add: list[Passage], delete: list[str]) -> None:
+    """Child: load, update, commit a delta, SIGKILLed just before its ``step``-th filesystem
+    operation (a folder made, a file synced, a rename, a file written)."""
+    _own_locks()
+    import hopgraph.index.store as store
+
+    calls = {"n": 0}
+
+    def counted(fn):
+        def wrapper(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == step:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    index = Index.load(path).updated(add=add, delete=delete)
+    for name in ("write_passages", "save_payload", "write_synced", "fsync_tree", "fsync_dir"):
+        setattr(store, name, counted(getattr(store, name)))
+    os.mkdir, os.rename, os.fsync = counted(os.mkdir), counted(os.rename), counted(os.fsync)
+    index.save(path)
+    os._exit(0)  # not killed: the commit has fewer steps than `step`
+
+
+def test_a_commit_killed_before_any_of_its_steps_leaves_a_generation(tmp_path, demo_dataset):
+    """A delta commit is killed (SIGKILL) before each of its filesystem operations in turn:
+    the folder then loads, every checksum verified, as the previous generation or the new one,
+    never anything else, and the next commit goes on from it and clears the debris."""
+    corpus = demo_dataset.corpus
+    path = tmp_path / "ix"
+    parts, options = ["sparse", "dense", "entities"], {"entities": {"title_aliases": True}}
+    Index.build(Corpus(corpus[:30]), parts, options, progress=False).save(path)
+    first = Index.load(path).updated(add=list(corpus[30:33]))
+    first.save(path)  # one delta already: the killed commit adds the second
+    before = Index.load(path).corpus.ids
+    pristine = tmp_path / "pristine"
+    shutil.copytree(path, pristine)
+    add, delete = list(corpus[33:36]), [corpus[1].id]
+    after = [i for i in before if i != corpus[1].id] + [p.id for p in add]
+    ctx = mp.get_context("fork")
+    seen = set()
+    last_debris: set[str] = set()
+    for step in range(1, 200):
+        shutil.rmtree(path)
+        shutil.copytree(pristine, path)  # each kill lands on the same commit
+        child = ctx.Process(target=_commit_killed_at, args=(str(path), step, add, delete))
+        child.start()
+        child.join(120)
+        loaded = Index.load(path)  # every checksum verified
+        state = loaded.corpus.ids
+        assert state in (before, after), step
+        seen.add("new" if state == after else "old")
+        if child.exitcode == 0:  # the commit ran to its end: every step was tried
+            assert state == after and loaded.generation == 2
+            break
+        assert child.exitcode == -signal.SIGKILL
+        # before the manifest's rename the old generation, after it the new one, for good
+        assert loaded.generation == (2 if state == after else 1)
+        assert not ("new" in seen and state == before), step
+        debris = path / "deltas"
+        if state == before and step > 1:  # what the killed commit left is not listed
+            kept = {d.name for d in debris.iterdir()} - {
+                d.name for d in (pristine / "deltas").iterdir()
+            }
+            last_debris = kept or last_debris
+    else:
+        pytest.fail("the commit never completed")
+    assert seen == {"old", "new"} and step > 8  # mkdirs, writes, syncs, renames
+    assert last_debris  # some kills left a half-written delta folder ...
+    # ... which the next commit clears: kill once more mid-commit, then commit
+    shutil.rmtree(path)
+    shutil.copytree(pristine, path)
+    child = ctx.Process(target=_commit_killed_at, args=(str(path), 6, add, delete))
+    child.start()
+    child.join(120)
+    assert child.exitcode == -signal.SIGKILL and len(list((path / "deltas").iterdir())) == 2
+    nxt = Index.load(path).updated(delete=[corpus[2].id])
+    nxt.save(path)
+    listed = {
+        d["folder"].rpartition("/")[2]
+        for d in json.loads((path / "manifest.json").read_text())["deltas"]
+    }
+    assert {d.name for d in (path / "deltas").iterdir()} == listed and len(listed) == 2
+    assert get_retriever(Index.load(path), "bm25").search(corpus[35].title, 3).ids
+
+
+def test_a_flipped_byte_in_any_file_is_caught_at_load_naming_the_file(tmp_path, demo_dataset):
+    """Every kind of file of an index (passages, ids, offsets, each part's arrays and JSON,
+    the vectors' graph, a delta's passages, deletions and payloads): one byte flipped, and
+    loading refuses, naming the file."""
+    from hopgraph.errors import IndexError_
+
+    corpus = demo_dataset.corpus
+    path = tmp_path / "ix"
+    options = {"entities": {"title_aliases": True, "alias_mentions": True}}
+    options["dense"] = {"ann_min_passages": 10}  # the HNSW graph file too
+    Index.build(Corpus(corpus[:40]), ["sparse", "dense", "entities"], options, progress=False).save(
+        path
+    )
+    Index.load(path).updated(add=list(corpus[40:]), delete=[corpus[0].id]).save(path)
+    files = json.loads((path / "manifest.json").read_text())["files"]
+    kinds = {Path(rel).name.split(".", 1)[-1] for rel in files}
+    assert {"jsonl", "npy", "json", "usearch"} <= kinds and any(
+        r.startswith("deltas/") for r in files
+    )
+    for rel in files:
+        f = path / rel
+        data = bytearray(f.read_bytes())
+        if not data:
+            continue
+        i = len(data) // 2
+        data[i] ^= 0x01
+        f.write_bytes(bytes(data))
+        with pytest.raises(IndexError_, match=re.escape(rel)):
+            Index.load(path)
+        data[i] ^= 0x01
+        f.write_bytes(bytes(data))
+    assert len(Index.load(path)) == len(corpus) - 1
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MB tmpfs (needs root, as on CI; skipped where mounting is not allowed)."""
+    import subprocess
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], capture_output=True
+    )
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_full_disk_gives_a_clear_error_and_keeps_the_last_generation(small_disk, demo_dataset):
+    """Onto a full disk: a commit, a compaction and an update through the HTTP API fail with a
+    message saying so, and the folder loads as the generation it had."""
+    from fastapi.testclient import TestClient
+
+    from hopgraph.errors import StorageError
+    from hopgraph.serve import create_app
+
+    corpus = demo_dataset.corpus
+    path = small_disk / "ix"
+    Index.build(Corpus(corpus[:40]), ["sparse", "entities"], progress=False).save(path)
+    Index.load(path).updated(add=[corpus[40]]).save(path)  # generation 1, as a delta
+    big = Passage("big", "A long page", "Velmora harbour station. " * 200_000)  # 5 MB
+    with pytest.raises(StorageError, match="No space left on device.*Nothing was changed"):
+        Index.load(path).updated(add=[big]).save(path)
+    loaded = Index.load(path)  # every checksum verified
+    assert loaded.generation == 1 and "big" not in loaded.corpus
+    assert len(list((path / "deltas").iterdir())) == 1  # the failed commit's folder is gone
+    # a compaction writes a whole copy beside the folder: fill the disk so it cannot
+    free = os.statvfs(small_disk)
+    (small_disk / "filler").write_bytes(b"\0" * max(0, free.f_bavail * free.f_frsize - 20_000))
+    with pytest.raises(StorageError, match="No space left on device"):
+        Index.load(path).compact()
+    assert Index.load(path).generation == 1
+    assert not [p for p in small_disk.iterdir() if p.name.startswith(".ix.")]  # no half copy
+    with TestClient(create_app(str(path))) as client:
+        r = client.post("/passages", json={"passages": [big.to_dict()]})
+        assert r.status_code == 507 and r.json()["error"]["type"] == "insufficient_storage"
+        assert "No space left on device" in r.json()["error"]["message"]
+        assert client.get("/health").json()["generation"] == 1
+    (small_disk / "filler").unlink()
+    Index.load(path).updated(add=[corpus[41]]).save(path)  # with space again, it goes on
+    assert Index.load(path).generation == 2

@@ -23,6 +23,11 @@ class IndexError_(HopgraphError):
     """A missing, corrupt, partial or incompatible index."""
 
 
+class StorageError(HopgraphError):
+    """An index could not be written (no space left, quota, a read-only file system); the
+    folder still holds the generation it had."""
+
+
 class ConfigError(HopgraphError):
     """An unknown method, parameter or value."""
 

@@ -19,6 +19,7 @@ the updated index, which equals a fresh build. When the deltas grow past a share
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -50,6 +51,7 @@ from hopgraph.errors import (
     DuplicateIdError,
     HopgraphError,
     IndexError_,
+    StorageError,
     UnknownIdError,
     UpdateError,
 )
@@ -351,9 +353,19 @@ class Index:
         Otherwise the whole index is written (a temp folder, then a rename): a new base.
         """
         path = Path(path).resolve()
-        if compact is not True and self._commits_deltas(path, compact is None):
-            return self._commit_deltas(path)
-        return self._save_whole(path)
+        try:
+            if compact is not True and self._commits_deltas(path, compact is None):
+                return self._commit_deltas(path)
+            return self._save_whole(path)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+                raise
+            raise StorageError(
+                f"cannot write the index to {path}: {os.strerror(exc.errno)}. Nothing was "
+                "changed: the folder holds the generation it had (if any). Free some space "
+                "(a commit writes the added passages and their vectors; a compaction or a new "
+                "index, a whole copy beside the old one) and try again"
+            ) from exc
 
     def compact(self) -> Path:
         """Write this index's folder anew as one base, without deltas (``hopgraph compact``)."""
@@ -387,13 +399,17 @@ class Index:
             name = f"{delta.generation:08d}-{uuid.uuid4().hex[:8]}"
             tmp = root / f".{name}.tmp"
             tmp.mkdir()
-            write_passages(delta.add, tmp / PASSAGES)
-            (tmp / DELETED).write_text(json.dumps(delta.delete, ensure_ascii=False))
-            for part, payload in delta.payloads.items():
-                (tmp / part).mkdir()
-                save_payload(tmp / part, payload)
-            fsync_tree(tmp)
-            os.rename(tmp, root / name)
+            try:
+                write_passages(delta.add, tmp / PASSAGES)
+                (tmp / DELETED).write_text(json.dumps(delta.delete, ensure_ascii=False))
+                for part, payload in delta.payloads.items():
+                    (tmp / part).mkdir()
+                    save_payload(tmp / part, payload)
+                fsync_tree(tmp)
+                os.rename(tmp, root / name)
+            except BaseException:  # a full disk: give its space back now
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
             rel = f"{DELTAS}/{name}"
             files.update({f"{rel}/{k}": v for k, v in file_table(root / name).items()})
             listed.append(

@@ -32,6 +32,7 @@ from hopgraph.errors import (
     DuplicateIdError,
     HopgraphError,
     NotWriterError,
+    StorageError,
     UnknownIdError,
     UpdateError,
 )
@@ -318,6 +319,8 @@ def _update(
         raise ApiError(409, "update_refused", str(exc)) from None
     except CorpusError as exc:
         raise ApiError(422, "invalid_passage", str(exc)) from None
+    except StorageError as exc:  # nothing changed: the served generation is still on disk
+        raise ApiError(507, "insufficient_storage", str(exc)) from None
     except HopgraphError as exc:  # e.g. a part that cannot be updated in place
         raise ApiError(409, "update_unsupported", str(exc)) from None
     return {
