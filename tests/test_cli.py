@@ -361,3 +361,61 @@ def test_updates_are_kept_as_deltas_until_compact(tmp_path, demo_dataset):
     assert not list((out / "deltas").iterdir()) if (out / "deltas").exists() else True
     index = Index.load(out)
     assert index.corpus.ids == [p.id for p in corpus[1:]] and index.generation == 2
+
+
+@pytest.mark.parametrize(
+    "case,lines,message",
+    [
+        ("duplicate", ['{"id": "p1", "title": "x", "text": "again"}'], "duplicate id p1"),
+        ("empty_text", ['{"id": "e", "title": "x", "text": "   "}'], "empty text"),
+        (
+            "invalid_utf8",
+            [b'{"id": "u", "title": "x", "text": "bad \xff bytes"}'],
+            "not valid UTF-8",
+        ),
+        ("zero_bytes", None, "the file is empty (0 bytes)"),
+    ],
+)
+def test_bad_corpora_give_a_clear_error_and_leave_nothing(tmp_path, case, lines, message):
+    """Bad input stops the build before anything is written: the message names the file (and
+    line), and neither an index nor a partial build is left behind."""
+    src = tmp_path / f"{case}.jsonl"
+    good = [json.dumps({"id": f"p{i}", "title": f"T{i}", "text": f"Velmora {i}"}) for i in range(5)]
+    if lines is None:
+        src.write_bytes(b"")
+    else:
+        body = [g.encode() for g in good] + [
+            ln if isinstance(ln, bytes) else ln.encode() for ln in lines
+        ]
+        src.write_bytes(b"\n".join(body) + b"\n")
+    out = tmp_path / "ix"
+    r = run("index", str(src), "-o", str(out), "--parts", "sparse,entities", "-q")
+    said = f"{r.output}{r.exception}"
+    assert r.exit_code != 0
+    assert message in said and str(src) in said, said
+    assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]  # no ix, no ix.partial
+    r = run("index", str(src), "-o", str(out), "--parts", "sparse,entities", "-q")
+    assert message in f"{r.output}{r.exception}"  # again the error, not "a partial build ..."
+
+
+def test_huge_passages_and_control_characters_are_indexed_as_they_are(tmp_path):
+    """Documented handling: a 1 MB passage is indexed whole by BM25 (the encoder reads its
+    first max_seq_length tokens); control characters are kept and escaped in the JSON lines."""
+    from hopgraph.index import Index
+
+    src = tmp_path / "odd.jsonl"
+    rows = [{"id": f"p{i}", "title": f"T{i}", "text": f"Velmora {i}"} for i in range(5)]
+    rows.append({"id": "big", "title": "Big", "text": "harbour " * 130_000 + "zanzibar"})
+    rows.append({"id": "ctl", "title": "Bell\u0007", "text": "bell \u0000 nul \u001b esc Quokka"})
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "ix"
+    assert run("index", str(src), "-o", str(out), "--parts", "sparse,entities", "-q").exit_code == 0
+    index = Index.load(out)
+    assert (
+        index.corpus.get("ctl").text == rows[-1]["text"]
+        and len(index.corpus.get("big").text) > 10**6
+    )
+    from hopgraph.retrieve import get_retriever
+
+    assert get_retriever(index, "bm25").search("zanzibar", 1).ids == ["big"]
+    assert get_retriever(index, "bm25").search("quokka", 1).ids == ["ctl"]

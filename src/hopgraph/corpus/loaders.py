@@ -250,6 +250,8 @@ def _has_text_files(folder: Path) -> bool:
 
 def _detect(path: Path) -> tuple[str, Any]:
     """Return (format, parsed JSON or None) for an existing path."""
+    if path.is_file() and path.stat().st_size == 0:
+        raise CorpusError("the file is empty (0 bytes): there are no passages to index", path)
     if path.is_dir():
         corpus = path / "corpus.jsonl"
         if corpus.is_file():

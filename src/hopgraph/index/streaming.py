@@ -231,9 +231,16 @@ def _passages_stage(
     if not final.exists():
         say(f"reading {source}")
         tmp = work / "passages.jsonl.tmp"
-        offsets, ids = write_passages(
-            _checked(iter_corpus(source, chunk_words=chunk_words, fmt=fmt)), tmp
-        )
+        try:
+            offsets, ids = write_passages(
+                _checked(iter_corpus(source, chunk_words=chunk_words, fmt=fmt)), tmp
+            )
+        except HopgraphError:  # bad input: nothing to resume, so no partial build is left
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        if not ids:
+            shutil.rmtree(work, ignore_errors=True)
+            raise CorpusError("no passages to index", source)
         np.save(work / "offsets.npy", offsets)
         write_synced(work / "ids.json", json.dumps(ids, ensure_ascii=False))
         fsync_dir(tmp)  # os.open + fsync: works on a file too
