@@ -339,6 +339,7 @@ def test_health_and_info(client):
     assert info["limits"] == {
         "max_query_chars": 2000, "max_body_bytes": 10 * 1024 * 1024, "max_k": 1000,
         "max_batch": 64, "max_add": 1000, "max_delete": 10_000, "max_cached_retrievers": 32,
+        "max_search_seconds": 30.0,
     }  # fmt: skip
     methods = {m["name"]: m for m in info["methods"]}
     assert methods["bm25"]["available"] and methods["bm25"]["parts"] == ["sparse"]
@@ -665,3 +666,32 @@ def test_updates_are_deltas_merged_in_the_background_while_searches_go_on(index_
         assert hits == served == ["z2"]
     finally:
         state.close()
+
+
+def test_a_search_past_the_time_limit_answers_503_and_the_server_goes_on(index_dir):
+    """max_search_seconds: the client gets a 503 naming the limit instead of waiting; the
+    abandoned search finishes on its thread and the next searches are answered."""
+    import hopgraph.serve.app as app_module
+
+    slow = threading.Event()
+    real = app_module._run
+
+    def slow_run(*args, **kwargs):
+        if slow.is_set():
+            time.sleep(1.0)
+        return real(*args, **kwargs)
+
+    app_module._run = slow_run
+    try:
+        with TestClient(create_app(str(index_dir), Settings(max_search_seconds=0.2))) as c:
+            slow.set()
+            t0 = time.perf_counter()
+            r = c.post("/search", json=BM25 | {"query": "zebra", "k": 3})
+            assert time.perf_counter() - t0 < 0.9
+            e = err(r, 503, "search_timeout")
+            assert "0.2 s" in e["message"] and "max_search_seconds" in e["message"]
+            err(c.post("/search/batch", json=BM25 | {"queries": ["a", "b"]}), 503, "search_timeout")
+            slow.clear()
+            assert c.post("/search", json=BM25 | {"query": "zebra", "k": 3}).status_code == 200
+    finally:
+        app_module._run = real

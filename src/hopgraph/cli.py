@@ -875,6 +875,10 @@ def demo_cmd(workdir, method) -> None:
     help="most passages per add request (413 beyond)",
 )  # fmt: skip
 @click.option(
+    "--max-search-seconds", type=click.FloatRange(0, 86400, min_open=True), default=30.0,
+    show_default=True, help="a search answers 503 past this many seconds",
+)  # fmt: skip
+@click.option(
     "--set", "sets", multiple=True,
     help=f"fixed method parameter method.param=value (the only way to set model=); {ASSIGN_HELP}",
 )  # fmt: skip
@@ -907,8 +911,9 @@ def demo_cmd(workdir, method) -> None:
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
 )  # fmt: skip
 def serve_cmd(
-    index_dir, host, port, max_query_chars, max_body_bytes, max_k, max_batch, max_add, sets,
-    no_verify, role, reload_interval, token, protect_reads, advertise, log_level,
+    index_dir, host, port, max_query_chars, max_body_bytes, max_k, max_batch, max_add,
+    max_search_seconds, sets, no_verify, role, reload_interval, token, protect_reads, advertise,
+    log_level,
 ) -> None:  # fmt: skip
     """Serve INDEX_DIR over HTTP: search, add and delete passages (JSON; API at /docs).
 
@@ -945,7 +950,8 @@ def serve_cmd(
         method_params.setdefault(method, {})[name] = value
     settings = Settings(
         max_query_chars=max_query_chars, max_body_bytes=max_body_bytes, max_k=max_k,
-        max_batch=max_batch, max_add=max_add, verify=not no_verify, method_params=method_params,
+        max_batch=max_batch, max_add=max_add, max_search_seconds=max_search_seconds,
+        verify=not no_verify, method_params=method_params,
         role=role, reload_interval=reload_interval, address=advertise or f"http://{host}:{port}",
         token=token or "", protect_reads=protect_reads,
     )  # fmt: skip

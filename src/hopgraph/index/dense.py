@@ -447,8 +447,6 @@ class DensePart(IndexPart):
         return labels.astype(np.int64), (1.0 - dist).astype(np.float32)
 
 
-
-
 def part_vectors(vectors: np.ndarray) -> np.ndarray:
     """Encoder output as kept in a replay payload: float32 rows (2-d even when empty)."""
     return np.ascontiguousarray(np.atleast_2d(np.asarray(vectors, np.float32)))

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from fastapi import APIRouter, FastAPI, status
 
 from hopgraph import __version__
@@ -78,13 +79,15 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         413: "over a size limit",
         415: "body not application/json",
         422: "invalid request",
+        503: "search over the time limit (max_search_seconds)",
+        507: "no space left to commit the update (nothing changed)",
         500: "unexpected server error (logged)",
     }
     return {c: {"model": s.ErrorResponse, "description": text[c]} for c in (*codes, 500)}
 
 
-SEARCH_ERRORS = _errors(400, 413, 415, 422)
-UPDATE_ERRORS = _errors(400, 404, 409, 413, 415, 422)
+SEARCH_ERRORS = _errors(400, 413, 415, 422, 503)
+UPDATE_ERRORS = _errors(400, 404, 409, 413, 415, 422, 507)
 
 
 def create_app(index_dir: str, settings: Settings | None = None) -> FastAPI:
@@ -125,7 +128,10 @@ def _router(served: ServedIndex) -> APIRouter:
         responses=SEARCH_ERRORS,
         summary="Search one query",
     )
-    def search(req: s.SearchRequest) -> dict[str, Any]:
+    async def search(req: s.SearchRequest) -> dict[str, Any]:
+        return await _within_deadline(settings, lambda: _search_one(req))
+
+    def _search_one(req: s.SearchRequest) -> dict[str, Any]:
         _check_queries([req.query], settings, loc=["body", "query"])
         snap = served.snapshot  # read once: this search uses this snapshot only
         retriever, ms, rankings = _run(served, snap, req, [req.query])
@@ -145,7 +151,10 @@ def _router(served: ServedIndex) -> APIRouter:
         responses=SEARCH_ERRORS,
         summary="Search several queries with one method",
     )
-    def search_batch(req: s.BatchSearchRequest) -> dict[str, Any]:
+    async def search_batch(req: s.BatchSearchRequest) -> dict[str, Any]:
+        return await _within_deadline(settings, lambda: _search_many(req))
+
+    def _search_many(req: s.BatchSearchRequest) -> dict[str, Any]:
         if len(req.queries) > settings.max_batch:
             raise ApiError(
                 413,
@@ -302,6 +311,23 @@ def _hits(snap: Snapshot, ranking: Ranking, req: s.SearchOptions) -> list[dict[s
             hit["title"], hit["text"] = p.title, p.text
         out.append(hit)
     return out
+
+
+async def _within_deadline(settings: Settings, work: Any) -> Any:
+    """Run a search on a worker thread and answer 503 once it passes the server's
+    max_search_seconds. A Python thread cannot be stopped: the search is abandoned (its result
+    dropped) and runs to its end, which the parameter bounds keep short."""
+    try:
+        with anyio.fail_after(settings.max_search_seconds):
+            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+    except TimeoutError:
+        raise ApiError(
+            503,
+            "search_timeout",
+            f"the search took longer than this server's limit of {settings.max_search_seconds:g} "
+            "s (max_search_seconds) and was abandoned; ask for less (a smaller k, depth or "
+            "budget), or another method",
+        ) from None
 
 
 def _update(

@@ -24,6 +24,7 @@ class Settings:
     max_add: int = 1000  # passages per add request (413 beyond)
     max_delete: int = 10_000  # ids per delete request (413 beyond)
     max_cached_retrievers: int = 32  # (method, params) retrievers kept per index snapshot
+    max_search_seconds: float = 30.0  # a search answers 503 past this (its work is abandoned)
     verify: bool = True  # check every file's checksum when the index is first loaded
     method_params: dict[str, dict[str, Any]] = field(default_factory=dict)  # fixed by the server
     # writer = take the folder's writer role (fail if another process has it); reader = never
@@ -54,6 +55,9 @@ class Settings:
                     f"server setting {name!r} must be a positive integer, got {value!r}"
                 )
 
+        t = self.max_search_seconds
+        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 < t <= 86400:
+            raise ConfigError(f"max_search_seconds must be in (0, 86400], got {t!r}")
         if self.protect_reads and not self.token:
             raise ConfigError("protect_reads needs a token (--token or HOPGRAPH_TOKEN)")
         if self.token and (len(self.token) < 16 or self.token != self.token.strip()):
@@ -68,7 +72,7 @@ class Settings:
                 f"reload_interval must be 0 (never) to 3600 seconds, got {self.reload_interval!r}"
             )
 
-    def limits(self) -> dict[str, int]:
+    def limits(self) -> dict[str, float]:
         """The request limits, as /info reports them."""
         d = asdict(self)
         return {k: v for k, v in d.items() if k.startswith("max_")}
