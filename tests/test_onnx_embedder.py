@@ -126,3 +126,37 @@ def test_bad_backend_options():
         make_options(DenseOptions, {"backend": "onnx", "precision": "bf16"})
     assert make_options(DenseOptions, {"backend": "torch", "precision": "bf16"}).backend == "torch"
     assert DenseOptions().backend == "onnx"
+
+
+def test_concurrent_encodes_on_one_session_give_the_sequential_vectors(onnx_cache, monkeypatch):
+    """With HOPGRAPH_ENCODER_SESSIONS=2 (what hopgraph serve sets on 2 cores), two encodes run
+    in the ONNX session at once; each gets exactly its own vectors."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("HOPGRAPH_ENCODER_SESSIONS", "2")
+    monkeypatch.setenv("HOPGRAPH_THREADS", "1")
+    emb = Embedder("all-MiniLM-L6-v2", backend="onnx")
+    texts = [f"who directed film number {i} of the Velmora festival" for i in range(24)]
+    want = np.stack([emb.encode_query(t) for t in texts])
+    inside, peak = 0, 0
+    import threading
+
+    lock = threading.Lock()
+    real = emb._onnx.encode
+
+    def counted(*args, **kwargs):
+        nonlocal inside, peak
+        with lock:
+            inside += 1
+            peak = max(peak, inside)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            with lock:
+                inside -= 1
+
+    emb._onnx.encode = counted
+    with ThreadPoolExecutor(8) as pool:
+        got = np.stack(list(pool.map(emb.encode_query, texts)))
+    np.testing.assert_array_equal(got, want)
+    assert peak == 2  # two at once, never more

@@ -616,6 +616,11 @@ def test_cli_serve_answers_over_http(index_dir):
         assert r.status_code == 200 and len(r.json()["hits"]) == 5
         r = httpx.post(f"{url}/passages", json={"passages": [ZEBRA]})
         assert r.status_code == 201 and httpx.get(f"{url}/passages/z1").status_code == 200
+        # the process pinned its threads and bounded malloc's arenas before loading models
+        proc_info = httpx.get(f"{url}/info").json()["process"]
+        n = proc_info["cores"]
+        assert proc_info["encoder_sessions"] == n and proc_info["onnx_threads"] == 1
+        assert proc_info["blas_threads"] == 1 and proc_info["malloc_arena_max"] == 2
     finally:
         proc.terminate()
         proc.wait(timeout=10)

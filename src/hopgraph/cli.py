@@ -907,13 +907,17 @@ def demo_cmd(workdir, method) -> None:
     "[default: http://HOST:PORT]",
 )  # fmt: skip
 @click.option(
+    "--encoder-sessions", type=click.IntRange(min=1), default=None,
+    help="query encodes run at once, each on cores/sessions ONNX threads [default: the cores]",
+)  # fmt: skip
+@click.option(
     "--log-level", default="info", show_default=True,
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
 )  # fmt: skip
 def serve_cmd(
     index_dir, host, port, max_query_chars, max_body_bytes, max_k, max_batch, max_add,
     max_search_seconds, sets, no_verify, role, reload_interval, token, protect_reads, advertise,
-    log_level,
+    encoder_sessions, log_level,
 ) -> None:  # fmt: skip
     """Serve INDEX_DIR over HTTP: search, add and delete passages (JSON; API at /docs).
 
@@ -942,6 +946,9 @@ def serve_cmd(
             "secrets; print(secrets.token_urlsafe(32))') and send `Authorization: Bearer "
             "<token>` with writes; or listen on 127.0.0.1; or serve read-only (--role reader)"
         )
+    from hopgraph.serve.process import configure_serving
+
+    configure_serving(encoder_sessions)  # before any model loads: threads, malloc arenas
     method_params: dict[str, dict[str, str]] = {}
     for key, value in parse_assignments(sets).items():
         method, dot, name = key.partition(".")

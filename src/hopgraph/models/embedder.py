@@ -110,6 +110,10 @@ class Embedder:
         self.backend = backend
         self.precision = precision
         self._lock = threading.Lock()
+        # ONNX Runtime runs one session from several threads at once: up to
+        # $HOPGRAPH_ENCODER_SESSIONS encodes in parallel (hopgraph serve sets it, with
+        # $HOPGRAPH_THREADS so that sessions x threads = cores); other backends take turns
+        self._onnx_slots = threading.BoundedSemaphore(encoder_sessions())
         self._onnx = None
         self._static = None
         self.bf16 = False
@@ -168,7 +172,7 @@ class Embedder:
             with self._lock:
                 return self._static.encode(texts)
         if self._onnx is not None:
-            with self._lock:
+            with self._onnx_slots:
                 return self._onnx.encode(texts, batch_size, progress)
         import torch
 
@@ -201,7 +205,7 @@ class Embedder:
                 "use backend=onnx or torch for this"
             )
         if self._onnx is not None:
-            with self._lock:
+            with self._onnx_slots:
                 raw = self._onnx.encode_tokens(texts)
         else:
             raw = [self._torch_tokens(t) for t in texts]
@@ -235,6 +239,12 @@ class Embedder:
     def encode_query(self, text: str) -> np.ndarray:
         """(dim,) vector for one query."""
         return self.encode([text], batch_size=1)[0]
+
+
+def encoder_sessions() -> int:
+    """How many encodes one ONNX embedder runs at once: ``$HOPGRAPH_ENCODER_SESSIONS``, else 1."""
+    given = os.environ.get("HOPGRAPH_ENCODER_SESSIONS", "")
+    return int(given) if given.isdigit() and int(given) > 0 else 1
 
 
 def check_precision(backend: str, precision: str) -> None:

@@ -46,6 +46,7 @@ from hopgraph.serve.bounds import param_bounds
 from hopgraph.serve.jsonbody import StrictJSONRoute
 from hopgraph.serve.limits import BodyLimitMiddleware
 from hopgraph.serve.problems import ApiError, install_error_handlers
+from hopgraph.serve.process import configured
 from hopgraph.serve.settings import SERVER_ONLY_PARAMS, Settings
 from hopgraph.serve.state import RequestError, ServedIndex, Snapshot, jsonable
 
@@ -253,6 +254,7 @@ def _router(served: ServedIndex) -> APIRouter:
             "role": served.role,
             "writer": served.writer(),
             "auth": {"writes": bool(settings.token), "reads": settings.protect_reads},
+            "process": configured(),
         }
 
     return router

@@ -161,11 +161,16 @@ class Info(BaseModel):
         "without `method` answers 422 missing_index_part naming `hopgraph add-parts`)"
     )
     methods: list[MethodInfo]
-    limits: dict[str, int]
+    limits: dict[str, float]
     role: str = Field(description="writer (this server adds and deletes) or reader")
     writer: str = Field(description="who writes the index folder: this server, or which process")
     auth: dict[str, bool] = Field(
         description="which requests need `Authorization: Bearer <token>`: writes, reads"
+    )
+    process: dict[str, Any] = Field(
+        default_factory=dict,
+        description="what `hopgraph serve` set for its process: cores, encoder sessions, ONNX "
+        "and BLAS threads, malloc arenas (empty when the app was created another way)",
     )
 
 
