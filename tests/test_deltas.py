@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from test_updates import FAST_OPTIONS, _random_updates, assert_same_rankings
 
 from hopgraph.corpus import Corpus
+from hopgraph.errors import StorageError
 from hopgraph.index import Index
 from hopgraph.index.store import DeltaPolicy
 from hopgraph.retrieve import get_retriever
@@ -154,12 +155,12 @@ def test_a_commit_that_fails_midway_leaves_the_previous_generation(setting, tmp_
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(store, "save_payload", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(StorageError, match="No space left on device"):
         index.updated(delete=[corpus[1].id]).save(path)
     monkeypatch.undo()
     loaded = Index.load(path)
     assert loaded.generation == 1 and len(loaded) == 33
-    # the next commit removes the half-written delta folder
+    assert len(list((path / "deltas").iterdir())) == 1  # the failed commit's folder is gone
     index.updated(delete=[corpus[2].id]).save(path)
     assert len(list((path / "deltas").iterdir())) == 2
     assert Index.load(path).generation == 2
