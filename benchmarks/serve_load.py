@@ -119,11 +119,14 @@ def run_phase(
     k: int,
     update_every: float | None,
     seed: int,
+    window: float | None = None,
 ) -> dict:
-    """``clients`` threads searching until ``seconds`` pass or ``max_requests`` are sent."""
+    """``clients`` threads searching until ``seconds`` pass or ``max_requests`` are sent;
+    with ``window``, latencies and errors are also reported per window of that many seconds."""
     lock = threading.Lock()
     sent = 0
     results: list[tuple[str, float, float | None]] = []  # (method, client ms, server ms)
+    stamps: list[float] = []  # when each result came back (seconds from the start)
     errors: list[str] = []
     stop = threading.Event()
 
@@ -153,6 +156,7 @@ def run_phase(
                     continue
                 with lock:
                     results.append((method, ms, r.json()["latency_ms"]))
+                    stamps.append(time.perf_counter() - t_start)
 
     updates: list[dict] = []
 
@@ -184,6 +188,7 @@ def run_phase(
                 n += 1
 
     rng_text = random.Random(seed)
+    t_start = time.perf_counter()
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
     if update_every:
         threads.append(threading.Thread(target=updater))
@@ -217,6 +222,15 @@ def run_phase(
             for m in methods
         },
     }
+    if window:
+        out["windows"] = []
+        for lo in range(0, int(elapsed), int(window)):
+            hi = lo + window
+            w = [results[i][1] for i, t in enumerate(stamps) if lo <= t < hi]
+            out["windows"].append(
+                {"from_s": lo, "to_s": hi, "requests": len(w), "p50": pct(w, 50),
+                 "p99": pct(w, 99)}
+            )  # fmt: skip
     if update_every:
         out["updates"] = {
             "count": len(updates),
@@ -268,6 +282,10 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--update-every", type=float, default=None, help="seconds between updates")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--window", type=float, default=None,
+        help="also report p50/p99 and RSS per window of this many seconds (a soak)",
+    )  # fmt: skip
     ap.add_argument("--out", default="benchmarks/results/serve_load.json")
     args = ap.parse_args()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -293,10 +311,18 @@ def main() -> None:
             runs = []
             for i, c in enumerate(int(x) for x in args.clients.split(",")):
                 start = len(rss.samples)
+                t_rss = rss.samples[-1][0] if rss.samples else 0.0
                 run = run_phase(url, c, args.seconds, args.max_requests, queries, methods,
-                                args.k, args.update_every, args.seed + i)  # fmt: skip
+                                args.k, args.update_every, args.seed + i, args.window)  # fmt: skip
                 mb = [m for _, m in rss.samples[start:]] or [rss.samples[-1][1]]
                 run["rss_mb"] = {"start": mb[0], "max": max(mb), "end": mb[-1]}
+                for w in run.get("windows", []):
+                    inside = [m for t, m in rss.samples[start:]
+                              if w["from_s"] <= t - t_rss < w["to_s"]]  # fmt: skip
+                    w["rss_mb_max"] = max(inside) if inside else None
+                if args.window and len(mb) > 1:  # growth over the second half of the run
+                    half = mb[len(mb) // 2 :]
+                    run["rss_growth_second_half"] = round(max(half) / half[0] - 1, 4)
                 runs.append(run)
                 print(f"{c} clients: {run['throughput_rps']} req/s, {run['errors']} errors",
                       file=sys.stderr)  # fmt: skip
