@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import json
 import re
+import shutil
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,8 +97,23 @@ class EntityPart(IndexPart):
         # title aliases found in each passage's text (alias_mentions; for live updates)
         self.found: sp.csr_matrix | None = None
         self.found_keys: list[str] | None = None
-        # per passage: its title, the title's alias and the whole title normalised (title_aliases)
-        self.titles: list[tuple[str, str, str]] | None = None
+        # per passage: its title, the title's alias and the whole title normalised (title_aliases;
+        # read from the part's folder when an update first needs them: ~70 MB of JSON at 1M)
+        self._titles: list[tuple[str, str, str]] | None = None
+        self._titles_file: Any = None  # the open titles.json (a later generation may replace it)
+
+    @property
+    def titles(self) -> list[tuple[str, str, str]] | None:
+        if self._titles is None and self._titles_file is not None:
+            self._titles_file.seek(0)
+            self._titles = [tuple(t) for t in json.loads(self._titles_file.read())]
+            self._titles_file.close()
+            self._titles_file = None
+        return self._titles
+
+    @titles.setter
+    def titles(self, value: list[tuple[str, str, str]] | None) -> None:
+        self._titles, self._titles_file = value, None
 
     @property
     def extractor(self) -> EntityExtractor:
@@ -369,8 +386,12 @@ class EntityPart(IndexPart):
             np.save(folder / "raw.data.npy", self.raw.data)
         if self.found is not None and self.found_keys is not None:
             save_records(folder, "found", self.found, self.found_keys)
-        if self.titles is not None:
-            (folder / "titles.json").write_text(json.dumps(self.titles, ensure_ascii=False))
+        if self._titles is not None:
+            (folder / "titles.json").write_text(json.dumps(self._titles, ensure_ascii=False))
+        elif self._titles_file is not None:  # never read in this process: copied as it is
+            self._titles_file.seek(0)
+            with open(folder / "titles.json", "wb") as out:
+                shutil.copyfileobj(self._titles_file, out)
 
     @classmethod
     def load(cls, folder: Path, options: EntityOptions, *, mmap: bool = True) -> EntityPart:
@@ -391,8 +412,9 @@ class EntityPart(IndexPart):
             part.raw = _load_csr(folder, "raw", len(part.raw_keys), mode)
         if (folder / "found.keys.json").exists():
             part.found, part.found_keys = load_records(folder, "found")
-        if (folder / "titles.json").exists():
-            part.titles = [tuple(t) for t in json.loads((folder / "titles.json").read_text())]
+        if (folder / "titles.json").exists():  # opened now, read when an update needs it
+            part._titles_file = open(folder / "titles.json", "rb")  # noqa: SIM115
+            weakref.finalize(part, part._titles_file.close)
         return part
 
     def stats(self) -> dict[str, Any]:
