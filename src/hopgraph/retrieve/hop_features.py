@@ -425,7 +425,9 @@ class _TitleWords:
     query looks at a few hundred candidates, and the corpus may be read from disk."""
 
     def __init__(self, corpus: Any):
-        self.corpus = corpus
+        # weakly: this is the value of a WeakKeyDictionary keyed by the corpus, and a strong
+        # reference would keep every corpus (one per served generation) alive for good
+        self._corpus = weakref.ref(corpus)
         self.cache: dict[int, list[str]] = {}
 
     def __getitem__(self, row: int) -> list[str]:
@@ -433,7 +435,9 @@ class _TitleWords:
         if words is None:
             if len(self.cache) >= _TITLE_CACHE:
                 self.cache.clear()
-            words = self.cache[row] = _words(self.corpus[row].title)
+            corpus = self._corpus()
+            assert corpus is not None  # the entry dies with its corpus
+            words = self.cache[row] = _words(corpus[row].title)
         return words
 
 
