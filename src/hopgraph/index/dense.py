@@ -19,6 +19,7 @@ has bf16, the passages themselves are encoded by PyTorch with bf16 weights (``pa
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from dataclasses import dataclass
@@ -183,9 +184,10 @@ class DensePart(IndexPart):
         self.ann_rows: np.ndarray | None = None
         self._embedder: Embedder | None = None
 
-    @property
+    @functools.cached_property
     def ann_live(self) -> int:
-        """The rows the graph covers: rows 0 .. ann_live-1 (later rows arrived after it)."""
+        """The rows the graph covers: rows 0 .. ann_live-1 (later rows arrived after it);
+        counted once (``ann_rows`` is fixed when the part is made), not on every search."""
         if self.ann_rows is None:
             return self.embeddings.shape[0]
         return int(np.count_nonzero(self.ann_rows >= 0))
