@@ -372,7 +372,15 @@ def test_openapi_describes_the_bodies(client):
     assert err422["schema"]["$ref"].endswith("/ErrorResponse")
     search = schemas["SearchRequest"]
     assert search["required"] == ["query"] and search["additionalProperties"] is False
-    assert set(search["properties"]) == {"method", "k", "params", "explain", "passages", "query"}
+    assert set(search["properties"]) == {
+        "method",
+        "k",
+        "params",
+        "filter",
+        "explain",
+        "passages",
+        "query",
+    }
     assert schemas["PassageIn"]["required"] == ["id", "text"]
     ok = paths["/search"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
     assert ok["$ref"].endswith("/SearchResponse")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict
 from typing import Any, ClassVar
 
@@ -11,9 +14,28 @@ import numpy as np
 
 from hopgraph.config import make_options
 from hopgraph.errors import ConfigError, HopgraphError
+from hopgraph.filters import matching_rows
 from hopgraph.index import Index
 from hopgraph.index.store import missing_parts_message
 from hopgraph.retrieve.ranking import Ranking
+
+_ALLOWED: ContextVar[np.ndarray | None] = ContextVar("hopgraph_allowed_rows", default=None)
+
+
+def allowed_rows() -> np.ndarray | None:
+    """The boolean row mask of the search under way when it has a metadata filter (else
+    None). Methods that filter natively (``filters_natively``) read it; it is per thread and
+    per task, so concurrent searches with different filters do not see each other's."""
+    return _ALLOWED.get()
+
+
+@contextmanager
+def _allowing(mask: np.ndarray) -> Iterator[None]:
+    token = _ALLOWED.set(mask)
+    try:
+        yield
+    finally:
+        _ALLOWED.reset(token)
 
 
 class Retriever(ABC):
@@ -26,6 +48,10 @@ class Retriever(ABC):
     requires: ClassVar[tuple[str, ...]] = ("sparse",)
     uses_dense: ClassVar[bool] = False
     summary: ClassVar[str] = ""
+    filters_natively: ClassVar[bool] = False
+    """True when the method applies :func:`allowed_rows` itself (its ranking restricted to the
+    matching passages, or candidates drawn from them first); otherwise a filtered search asks
+    the method for a deeper ranking until it holds ``k`` matching passages."""
 
     def __init__(self, index: Index, params: Any):
         missing = index.missing(self.parts_for(params))
@@ -40,12 +66,16 @@ class Retriever(ABC):
         """The index parts this method needs with ``params`` (by default ``requires``)."""
         return cls.requires
 
-    def search(self, query: str, k: int = 10) -> Ranking:
-        """The ``k`` best passages for ``query``."""
-        return self.search_batch([query], k)[0]
+    def search(self, query: str, k: int = 10, filter: dict[str, Any] | None = None) -> Ranking:
+        """The ``k`` best passages for ``query``; with ``filter`` (see :mod:`hopgraph.filters`),
+        the best among the passages whose metadata match it."""
+        return self.search_batch([query], k, filter=filter)[0]
 
-    def search_batch(self, queries: Sequence[str], k: int = 10) -> list[Ranking]:
-        """Search several queries; dense methods encode them together (faster per query)."""
+    def search_batch(
+        self, queries: Sequence[str], k: int = 10, filter: dict[str, Any] | None = None
+    ) -> list[Ranking]:
+        """Search several queries; dense methods encode them together (faster per query).
+        ``filter`` restricts every query's hits to the passages whose metadata match it."""
         if isinstance(queries, str):
             raise TypeError("search_batch takes a list of queries; use search() for one")
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
@@ -53,15 +83,61 @@ class Retriever(ABC):
         for q in queries:
             if not isinstance(q, str) or not q.strip():
                 raise HopgraphError(f"empty query: {q!r}")
+        allowed = matching_rows(self.index.corpus, filter)
         if not queries:
             return []
-        k = min(int(k), len(self.ids))
+        n_allowed = len(self.ids) if allowed is None else int(allowed.sum())
+        if allowed is not None and n_allowed == len(self.ids):
+            allowed = None  # every passage matches: the unfiltered search
+        k = min(int(k), n_allowed)
+        if k == 0:  # nothing matches the filter
+            return [self._ranking(q, np.zeros(0, np.int64), np.zeros(0)) for q in queries]
         qvecs: Sequence[np.ndarray | None]
         if self.uses_dense:
             qvecs = self.index.part("dense").encode_queries(list(queries))
         else:
             qvecs = [None] * len(queries)
-        return self._search_many(list(queries), k, qvecs)
+        if allowed is None:
+            return self._search_many(list(queries), k, qvecs)
+        if self.filters_natively:
+            with _allowing(allowed):
+                out = self._search_many(list(queries), k, qvecs)
+        else:
+            out = self._deepened(list(queries), k, qvecs, allowed, n_allowed)
+        for r in out:
+            r.info["filter_matches"] = n_allowed
+        return out
+
+    def _deepened(
+        self,
+        queries: list[str],
+        k: int,
+        qvecs: Sequence[np.ndarray | None],
+        allowed: np.ndarray,
+        n_allowed: int,
+    ) -> list[Ranking]:
+        """The method's own ranking restricted to the ``allowed`` rows: asked for deep enough
+        that ``k`` of its hits match (about k·n/matches, doubled), and deeper while short."""
+        n = len(self.ids)
+        depth = min(n, max(2 * k, math.ceil(2 * k * n / n_allowed)))
+        out: list[Ranking | None] = [None] * len(queries)
+        todo = list(range(len(queries)))
+        while todo:
+            got = self._search_many([queries[i] for i in todo], depth, [qvecs[i] for i in todo])
+            short = []
+            for i, r in zip(todo, got, strict=True):
+                rows = r.rows if r.rows is not None else self._rows_of(r.ids)
+                keep = allowed[rows]
+                if int(keep.sum()) >= k or len(r.ids) < depth or depth >= n:
+                    out[i] = r.restricted(keep, k)
+                else:
+                    short.append(i)
+            todo, depth = short, min(n, depth * 4)
+        return [r for r in out if r is not None]
+
+    def _rows_of(self, ids: list[str]) -> np.ndarray:
+        corpus = self.index.corpus
+        return np.asarray([corpus.position(i) for i in ids], np.int64)
 
     def _search_many(
         self, queries: list[str], k: int, qvecs: Sequence[np.ndarray | None]
@@ -82,13 +158,15 @@ class Retriever(ABC):
         info: dict[str, Any] | None = None,
     ) -> Ranking:
         ids = self.ids
+        rows = np.asarray(rows, np.int64)
         return Ranking(
             query=query,
             method=self.name,
-            ids=[ids[r] for r in rows],
+            ids=[ids[r] for r in rows.tolist()],
             scores=[float(s) for s in scores],
             info=info or {},
             explain=explain,
+            rows=rows,
         )
 
     def describe(self) -> dict[str, Any]:

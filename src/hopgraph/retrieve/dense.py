@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hopgraph.config import option, positive
-from hopgraph.retrieve.base import Retriever, register_method
+from hopgraph.retrieve.base import Retriever, allowed_rows, register_method
 from hopgraph.retrieve.operators import vector_search
 from hopgraph.retrieve.ranking import Ranking
 
@@ -33,11 +33,17 @@ class DenseRetriever(Retriever):
     requires = ("dense",)
     uses_dense = True
     summary = "cosine similarity of sentence embeddings (exact or HNSW)"
+    filters_natively = True
 
     def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
         p: DenseParams = self.params
         rows, sims = vector_search(
-            self.index.part("dense"), qvec, k, mode=p.mode, ef_search=p.ef_search
+            self.index.part("dense"),
+            qvec,
+            k,
+            mode=p.mode,
+            ef_search=p.ef_search,
+            allowed=allowed_rows(),
         )
         return self._ranking(
             query,

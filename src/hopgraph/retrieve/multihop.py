@@ -29,7 +29,7 @@ from hopgraph.config import in_unit_interval, option, positive
 from hopgraph.errors import ConfigError
 from hopgraph.index import Index
 from hopgraph.models.ranker import RankerSet, load_ranker
-from hopgraph.retrieve.base import Retriever, register_method
+from hopgraph.retrieve.base import Retriever, allowed_rows, register_method
 from hopgraph.retrieve.hop_features import (
     FEATURES,
     FirstHop,
@@ -45,6 +45,7 @@ from hopgraph.retrieve.hop_features import (
     first_hops,
     rewrites,
 )
+from hopgraph.retrieve.operators import filtered_rrf
 from hopgraph.retrieve.ranking import Ranking
 
 
@@ -141,6 +142,7 @@ class MultihopRetriever(Retriever):
         "the recommended default: BM25, dense, entity-graph PPR and second-hop signals (bridge "
         "pages, back links, queries rewritten through the first hop) in a learned ranker"
     )
+    filters_natively = True  # the candidates that match, then the matching rest by RRF
 
     def __init__(self, index: Index, params: MultihopParams):
         super().__init__(index, params)
@@ -167,13 +169,29 @@ class MultihopRetriever(Retriever):
     def _rank(self, query: str, k: int, fh: FirstHop) -> Ranking:
         last = score_candidates(self.index, self.settings, query, fh.qvec, self.ranker.score, fh)
         order = np.lexsort((last.rows, -last.scores))
+        allowed = allowed_rows()
+        if allowed is not None:  # a metadata filter: the candidates that match, in order
+            order = order[allowed[last.rows[order]]]
         rows, scores = last.rows[order], last.scores[order]
-        if k > len(rows):  # past the candidates: RRF order, then corpus order
+        if k > len(rows) and allowed is not None:  # the matching passages past them: their RRF
+            seen = np.zeros(len(self.ids), bool)
+            seen[rows] = True
+            rest = filtered_rrf(
+                self.index.part("sparse"),
+                self.index.part("dense"),
+                query,
+                fh.qvec,
+                np.flatnonzero(allowed & ~seen),
+                k - len(rows),
+                self.params.k_rrf,
+            )[0]
+        elif k > len(rows):  # past the candidates: RRF order, then corpus order
             seen = np.zeros(len(self.ids), bool)
             seen[rows] = True
             fused = last.fh.fused[~seen[last.fh.fused]]
             seen[fused] = True
             rest = np.concatenate([fused, np.flatnonzero(~seen)])[: k - len(rows)]
+        if k > len(rows):
             floor = float(scores.min(initial=0.0)) - 1.0
             rows = np.concatenate([rows, rest])
             scores = np.concatenate([scores, floor - np.arange(1, len(rest) + 1) * 1e-6])

@@ -17,20 +17,40 @@ from hopgraph.retrieve.ranking import top_k
 RowsScores = tuple[np.ndarray, np.ndarray]
 
 
-def lexical_search(sparse: SparsePart, query: str, depth: int) -> RowsScores:
-    """BM25 top-``depth`` passages with a positive score."""
+EXACT_FILTERED_ROWS = 200_000
+"""A filtered vector search scans the matching passages exactly when there are at most this
+many (an HNSW graph walk would spend most of its time on passages the filter drops)."""
+
+
+def lexical_search(
+    sparse: SparsePart, query: str, depth: int, allowed: np.ndarray | None = None
+) -> RowsScores:
+    """BM25 top-``depth`` passages with a positive score (among the ``allowed`` rows, a boolean
+    mask, when given)."""
     scores = sparse.scores(query)
+    if allowed is not None:
+        scores = np.where(allowed, scores, 0.0).astype(scores.dtype, copy=False)
     rows = top_k(scores, depth, positive_only=True)
     return rows, scores[rows]
 
 
 def vector_search(
-    dense: DensePart, qvec: np.ndarray, depth: int, *, mode: str = "auto", ef_search: int = 256
+    dense: DensePart,
+    qvec: np.ndarray,
+    depth: int,
+    *,
+    mode: str = "auto",
+    ef_search: int = 256,
+    allowed: np.ndarray | None = None,
 ) -> RowsScores:
     """Top-``depth`` passages by cosine: exact (matrix product) or HNSW (approximate);
-    ``auto``: the HNSW graph when the part has one (large corpora), else exact."""
+    ``auto``: the HNSW graph when the part has one (large corpora), else exact. With
+    ``allowed`` (a boolean row mask), only those rows: scanned exactly when they are few or the
+    search is exact, else the HNSW walk is asked for more until ``depth`` of them are found."""
     if mode == "auto":
         mode = "hnsw" if dense.ann is not None else "exact"
+    if allowed is not None:
+        return _filtered_vector_search(dense, qvec, depth, mode, ef_search, allowed)
     if mode == "hnsw" and dense.ann is not None:
         return dense.search_ann(qvec, depth, ef_search)
     if mode == "hnsw":
@@ -41,6 +61,26 @@ def vector_search(
     scores = dense.scores(qvec)
     rows = top_k(scores, depth)
     return rows, scores[rows]
+
+
+def _filtered_vector_search(
+    dense: DensePart, qvec: np.ndarray, depth: int, mode: str, ef_search: int, allowed: np.ndarray
+) -> RowsScores:
+    cand = np.flatnonzero(allowed)
+    if mode == "exact" or cand.size <= EXACT_FILTERED_ROWS:
+        sims = dense.scores_for(qvec, cand) if cand.size < allowed.size // 2 else None
+        if sims is None:  # most rows match: one product over all, then the mask
+            sims = dense.scores(qvec)[cand]
+        order = top_k(sims, depth)
+        return cand[order], sims[order]
+    n = allowed.size
+    want = min(n, max(depth, depth * n // max(cand.size, 1) * 2))
+    while True:
+        rows, sims = vector_search(dense, qvec, want, mode=mode, ef_search=ef_search)
+        keep = allowed[rows]
+        if int(keep.sum()) >= depth or want >= n or len(rows) < want:
+            return rows[keep][:depth], sims[keep][:depth]
+        want = min(n, want * 4)
 
 
 def composed_search(

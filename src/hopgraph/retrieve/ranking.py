@@ -30,6 +30,8 @@ class Ranking:
     info: dict[str, Any] = field(default_factory=dict)
     explain: Callable[[], list[dict[str, Any]]] | None = field(default=None, repr=False)
     _explanations: list[dict[str, Any]] | None = field(default=None, repr=False)
+    rows: np.ndarray | None = field(default=None, repr=False)
+    """The index rows of ``ids`` (set by the retrievers; used to restrict a ranking)."""
 
     @property
     def explanations(self) -> list[dict[str, Any]]:
@@ -43,6 +45,26 @@ class Ranking:
     def __iter__(self) -> Iterator[Hit]:
         for pid, score, why in zip(self.ids, self.scores, self.explanations, strict=True):
             yield Hit(pid, score, why)
+
+    def restricted(self, keep: np.ndarray, k: int) -> Ranking:
+        """The first ``k`` hits at the positions where ``keep`` (a boolean per hit) is true, in
+        the same order, with their explanations (computed only if asked for)."""
+        pos = np.flatnonzero(keep)[:k]
+        parent = self
+
+        def explain() -> list[dict[str, Any]]:
+            whys = parent.explanations
+            return [whys[i] for i in pos.tolist()]
+
+        return Ranking(
+            query=self.query,
+            method=self.method,
+            ids=[self.ids[i] for i in pos.tolist()],
+            scores=[self.scores[i] for i in pos.tolist()],
+            info=dict(self.info),
+            explain=explain,
+            rows=None if self.rows is None else self.rows[pos],
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

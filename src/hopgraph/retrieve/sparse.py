@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hopgraph.config import in_unit_interval, option, positive
-from hopgraph.retrieve.base import Retriever, register_method
+from hopgraph.retrieve.base import Retriever, allowed_rows, register_method
 from hopgraph.retrieve.operators import lexical_search
 from hopgraph.retrieve.ranking import Ranking, top_k
 
@@ -22,10 +22,11 @@ class BM25Retriever(Retriever):
     name = "bm25"
     Params = NoParams
     summary = "BM25 (bm25s, Lucene variant; k1/b are index options of the sparse part)"
+    filters_natively = True
 
     def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
         sparse = self.index.part("sparse")
-        rows, scores = lexical_search(sparse, query, k)
+        rows, scores = lexical_search(sparse, query, k, allowed_rows())
         return self._ranking(query, rows, scores, lambda: self._explain(query, rows, scores))
 
     def _explain(self, query: str, rows: np.ndarray, scores: np.ndarray) -> list[dict]:

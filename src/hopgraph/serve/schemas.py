@@ -45,8 +45,14 @@ class SearchOptions(Strict):
     params: dict[str, ParamValue] = Field(
         default_factory=dict, description='method parameters, e.g. {"k_rrf": 30}'
     )
+    filter: dict[str, Any] | None = Field(
+        None,
+        description='only passages whose metadata match, e.g. {"year": {"$gte": 2020}, '
+        '"lang": {"$in": ["en", "de"]}}: operators $eq $ne $in $nin $gt $gte $lt $lte on '
+        "metadata fields (dotted names reach nested ones), $and $or $not at the top",
+    )
     explain: bool = Field(True, description="include each hit's explanation (why)")
-    passages: bool = Field(False, description="include each hit's title and text")
+    passages: bool = Field(False, description="include each hit's title, text and metadata")
 
 
 class SearchRequest(SearchOptions):
@@ -67,6 +73,7 @@ class Hit(BaseModel):
     why: dict[str, Any] | None = Field(None, description="how the score came about (explain)")
     title: str | None = Field(None, description="with passages=true")
     text: str | None = Field(None, description="with passages=true")
+    metadata: dict[str, Any] | None = Field(None, description="with passages=true")
 
 
 class QueryResult(BaseModel):
