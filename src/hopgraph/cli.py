@@ -1,5 +1,5 @@
 """The ``hopgraph`` command line: index, add-parts, search, eval, add, delete, convert, info,
-methods, demo, serve (and the training commands)."""
+methods, demo, serve, mcp (and the training commands)."""
 
 from __future__ import annotations
 
@@ -984,6 +984,24 @@ def serve_cmd(
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)  # our log lines like uvicorn's
     log_config["loggers"]["hopgraph"] = {"handlers": ["default"], "level": log_level.upper()}
     uvicorn.run(app, host=host, port=port, log_level=log_level, log_config=log_config)
+
+
+@cli.command("mcp")
+@click.argument("index_dir", type=click.Path())
+@click.option("--method", default="default", show_default=True, help=METHOD_HELP)
+@click.option("--set", "sets", multiple=True, help=f"parameter of --method; {ASSIGN_HELP}")
+def mcp_cmd(index_dir, method, sets) -> None:
+    """Serve INDEX_DIR to AI agents over the Model Context Protocol on stdin/stdout: the tools
+    search (with --method unless a call names another) and get_passage; read-only
+    (docs/mcp.md)."""
+    try:
+        from hopgraph.mcp_server import run_stdio
+    except ImportError as exc:
+        raise HopgraphError(
+            f"hopgraph mcp needs the mcp extra, mcp 2.x ({exc.name} is missing): "
+            "pip install 'hopgraph[mcp]'"
+        ) from None
+    run_stdio(index_dir, method, parse_assignments(sets))
 
 
 def main() -> None:
