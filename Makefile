@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.hopgraph-installed
 DATA ?= $(abspath ../shared/data)
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench clean chromium
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,17 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 
-test: $(STAMP) lint
+# Debian's chromium, for the browser test of the search page (tests/test_page.py); installed
+# only when missing. Playwright drives it: never `playwright install` (no browser downloads).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+$(CHROMIUM):
+	$(SUDO) apt-get update
+	$(SUDO) apt-get install -y chromium
+
+chromium: $(CHROMIUM)
+
+test: $(STAMP) lint chromium
 	HOPGRAPH_CACHE=$${HOPGRAPH_CACHE:-$(CURDIR)/.hopgraph-cache} $(PY) -m pytest -q
 
 bench: $(STAMP)

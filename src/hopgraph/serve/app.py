@@ -1,5 +1,6 @@
 """The HTTP application: ``create_app(index_dir, settings)`` returns a FastAPI app serving one
-index folder. Endpoints (all JSON; errors are ``{"error": {"type", "message", "details"}}``):
+index folder. Endpoints (JSON but the page; JSON errors are
+``{"error": {"type", "message", "details"}}``):
 
 =========================  =========================================================
 ``POST /search``           one query → ranked hits with explanations
@@ -10,6 +11,7 @@ index folder. Endpoints (all JSON; errors are ``{"error": {"type", "message", "d
 ``GET /passages/{id}``     one passage
 ``GET /health``            liveness, generation, passage count
 ``GET /info``              index info, methods (parts, parameters), limits
+``GET /?q=``               the search page (HTML, :mod:`hopgraph.serve.page`)
 =========================  =========================================================
 """
 
@@ -23,6 +25,7 @@ from typing import Any
 
 import anyio
 from fastapi import APIRouter, FastAPI, status
+from fastapi.responses import HTMLResponse
 
 from hopgraph import __version__
 from hopgraph.config import describe_options
@@ -40,6 +43,7 @@ from hopgraph.errors import (
 from hopgraph.retrieve import list_methods, method_class
 from hopgraph.retrieve.base import DEFAULT_METHOD, Retriever, method_parts
 from hopgraph.retrieve.ranking import Ranking
+from hopgraph.serve import page
 from hopgraph.serve import schemas as s
 from hopgraph.serve.auth import TokenMiddleware
 from hopgraph.serve.bounds import param_bounds
@@ -145,6 +149,21 @@ def _router(served: ServedIndex) -> APIRouter:
             "generation": snap.generation,
             "latency_ms": ms,
         }
+
+    @router.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def search_page(q: str = "", k: str = "10", method: str = "default") -> HTMLResponse:
+        """The search page (serve/page.py): POST /search's search, answered as HTML."""
+        snap = served.snapshot
+        methods = [n for n in list_methods() if _method_info(n, snap, served)["available"]]
+        form, size = page.Form(q, k, method, methods, DEFAULT_METHOD), len(snap.index)
+        try:
+            result = None
+            if q.strip():
+                req = s.SearchRequest(query=q, k=page.parse_k(k), method=method, passages=True)
+                result = await _within_deadline(settings, lambda: _search_one(req))
+        except ApiError as exc:  # the same errors as POST /search, shown on the page
+            return page.page_response(page.render_page(form, None, exc, size), exc.status_code)
+        return page.page_response(page.render_page(form, result, None, size))
 
     @router.post(
         "/search/batch",
@@ -311,6 +330,7 @@ def _hits(snap: Snapshot, ranking: Ranking, req: s.SearchOptions) -> list[dict[s
         if req.passages:
             p = corpus.get(pid)
             hit["title"], hit["text"] = p.title, p.text
+            hit["metadata"] = jsonable(p.metadata)
         out.append(hit)
     return out
 
