@@ -911,13 +911,26 @@ def demo_cmd(workdir, method) -> None:
     help="query encodes run at once, each on cores/sessions ONNX threads [default: the cores]",
 )  # fmt: skip
 @click.option(
+    "--indexes-dir", type=click.Path(file_okay=False), default=None,
+    help="also serve the named indexes in DIR's subfolders under /indexes/NAME/..., and create "
+    "and drop them over HTTP (POST /indexes, DELETE /indexes/NAME); created if missing",
+)  # fmt: skip
+@click.option(
+    "--max-indexes", type=click.IntRange(min=1), default=16, show_default=True,
+    help="most named indexes served (409 beyond)",
+)  # fmt: skip
+@click.option(
+    "--max-create", type=click.IntRange(min=1), default=10_000, show_default=True,
+    help="most passages per POST /indexes (413 beyond)",
+)  # fmt: skip
+@click.option(
     "--log-level", default="info", show_default=True,
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
 )  # fmt: skip
 def serve_cmd(
     index_dir, host, port, max_query_chars, max_body_bytes, max_k, max_batch, max_add,
     max_search_seconds, sets, no_verify, role, reload_interval, token, protect_reads, advertise,
-    encoder_sessions, log_level,
+    encoder_sessions, log_level, indexes_dir, max_indexes, max_create,
 ) -> None:  # fmt: skip
     """Serve INDEX_DIR over HTTP: search, add and delete passages (JSON; API at /docs).
 
@@ -926,7 +939,11 @@ def serve_cmd(
     new generation; the others only read, answer writes 409 naming the writer, and serve each
     new generation within --reload-interval seconds, without a restart (docs/serve.md: readers
     behind a load balancer). `hopgraph add`/`delete` on a served folder take turns with the
-    writer, and every server picks their generation up the same way."""
+    writer, and every server picks their generation up the same way.
+
+    With --indexes-dir DIR it also serves named indexes, DIR/NAME, each like INDEX_DIR, under
+    /indexes/NAME/...; clients create them from passages and drop them (docs/serve.md: several
+    indexes)."""
     try:
         import uvicorn
 
@@ -961,6 +978,7 @@ def serve_cmd(
         verify=not no_verify, method_params=method_params,
         role=role, reload_interval=reload_interval, address=advertise or f"http://{host}:{port}",
         token=token or "", protect_reads=protect_reads,
+        indexes_dir=indexes_dir or "", max_indexes=max_indexes, max_create=max_create,
     )  # fmt: skip
     app = create_app(index_dir, settings)
     served = app.state.served.snapshot.index
@@ -971,6 +989,13 @@ def serve_cmd(
     )
     if app.state.served.role == "reader":
         click.echo(f"read-only: the writer is {app.state.served.writer()}", err=True)
+    if app.state.indexes is not None:
+        named = app.state.indexes.names()
+        click.echo(
+            f"named indexes in {app.state.indexes.root} (/indexes/NAME/...): "
+            + (", ".join(named) if named else "none yet"),
+            err=True,
+        )
     from hopgraph.defaults import DEFAULT_METHOD, DEFAULT_PARTS
     from hopgraph.index.store import missing_parts_message
 

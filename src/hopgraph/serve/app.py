@@ -13,18 +13,22 @@ index folder. Endpoints (JSON but the page; JSON errors are
 ``GET /info``              index info, methods (parts, parameters), limits
 ``GET /?q=``               the search page (HTML, :mod:`hopgraph.serve.page`)
 =========================  =========================================================
+
+With ``Settings.indexes_dir`` (``hopgraph serve --indexes-dir DIR``), named indexes too
+(:mod:`hopgraph.serve.multi`): ``GET /indexes``, ``POST /indexes`` (create), ``DELETE
+/indexes/{name}`` (drop), and the routes above but ``/health`` under ``/indexes/{name}``.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-from fastapi import APIRouter, FastAPI, status
+from fastapi import APIRouter, Depends, FastAPI, status
 from fastapi.responses import HTMLResponse
 
 from hopgraph import __version__
@@ -49,6 +53,7 @@ from hopgraph.serve.auth import TokenMiddleware
 from hopgraph.serve.bounds import param_bounds
 from hopgraph.serve.jsonbody import StrictJSONRoute
 from hopgraph.serve.limits import BodyLimitMiddleware
+from hopgraph.serve.multi import IndexRegistry, RegistryError, api_error, indexes_router
 from hopgraph.serve.problems import ApiError, install_error_handlers
 from hopgraph.serve.process import configured
 from hopgraph.serve.settings import SERVER_ONLY_PARAMS, Settings
@@ -97,14 +102,24 @@ UPDATE_ERRORS = _errors(400, 404, 409, 413, 415, 422, 507)
 
 def create_app(index_dir: str, settings: Settings | None = None) -> FastAPI:
     """A FastAPI app serving the index folder ``index_dir`` (loaded now: a missing or corrupt
-    index raises :class:`~hopgraph.errors.IndexError_`)."""
+    index raises :class:`~hopgraph.errors.IndexError_`), and the named indexes of
+    ``settings.indexes_dir`` if set (created if missing)."""
     settings = settings or Settings()
     served = ServedIndex(index_dir, settings)
+    registry = None
+    if settings.indexes_dir:
+        try:
+            registry = IndexRegistry(settings.indexes_dir, settings, exclude=served.path)
+        except BaseException:
+            served.close()
+            raise
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
         served.close()  # stop following the folder, give up the writer role
+        if registry is not None:
+            registry.close()
 
     app = FastAPI(
         title="hopgraph",
@@ -113,19 +128,42 @@ def create_app(index_dir: str, settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.served = served
+    app.state.indexes = registry
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if settings.token:  # added last: runs first, before any body is read
         app.add_middleware(
             TokenMiddleware, token=settings.token, protect_reads=settings.protect_reads
         )
-    app.include_router(_router(served))
+
+    async def default_index() -> ServedIndex:
+        return served
+
+    app.include_router(_router(default_index, settings))
+    if registry is not None:
+
+        async def named_index(name: str) -> ServedIndex:
+            try:
+                return registry.get(name)
+            except RegistryError as exc:
+                raise api_error(exc) from None
+
+        app.include_router(indexes_router(registry))
+        app.include_router(
+            _router(named_index, settings, health=False),
+            prefix="/indexes/{name}",
+            responses={404: {"model": s.ErrorResponse, "description": "unknown index"}},
+        )
     return app
 
 
-def _router(served: ServedIndex) -> APIRouter:
-    settings = served.settings
+def _router(
+    get_served: Callable[..., Any], settings: Settings, *, health: bool = True
+) -> APIRouter:
+    """The routes of one served index, which the dependency ``get_served`` gives each request
+    (the default index, or a named one by the ``name`` in the path)."""
     router = APIRouter(route_class=StrictJSONRoute, strict_content_type=False)
+    index_of = Depends(get_served)
 
     @router.post(
         "/search",
@@ -133,10 +171,10 @@ def _router(served: ServedIndex) -> APIRouter:
         responses=SEARCH_ERRORS,
         summary="Search one query",
     )
-    async def search(req: s.SearchRequest) -> dict[str, Any]:
-        return await _within_deadline(settings, lambda: _search_one(req))
+    async def search(req: s.SearchRequest, served: ServedIndex = index_of) -> dict[str, Any]:
+        return await _within_deadline(settings, lambda: _search_one(served, req))
 
-    def _search_one(req: s.SearchRequest) -> dict[str, Any]:
+    def _search_one(served: ServedIndex, req: s.SearchRequest) -> dict[str, Any]:
         _check_queries([req.query], settings, loc=["body", "query"])
         snap = served.snapshot  # read once: this search uses this snapshot only
         retriever, ms, rankings = _run(served, snap, req, [req.query])
@@ -151,7 +189,9 @@ def _router(served: ServedIndex) -> APIRouter:
         }
 
     @router.get("/", response_class=HTMLResponse, include_in_schema=False)
-    async def search_page(q: str = "", k: str = "10", method: str = "default") -> HTMLResponse:
+    async def search_page(
+        q: str = "", k: str = "10", method: str = "default", served: ServedIndex = index_of
+    ) -> HTMLResponse:
         """The search page (serve/page.py): POST /search's search, answered as HTML."""
         snap = served.snapshot
         methods = [n for n in list_methods() if _method_info(n, snap, served)["available"]]
@@ -160,7 +200,7 @@ def _router(served: ServedIndex) -> APIRouter:
             result = None
             if q.strip():
                 req = s.SearchRequest(query=q, k=page.parse_k(k), method=method, passages=True)
-                result = await _within_deadline(settings, lambda: _search_one(req))
+                result = await _within_deadline(settings, lambda: _search_one(served, req))
         except ApiError as exc:  # the same errors as POST /search, shown on the page
             return page.page_response(page.render_page(form, None, exc, size), exc.status_code)
         return page.page_response(page.render_page(form, result, None, size))
@@ -171,10 +211,12 @@ def _router(served: ServedIndex) -> APIRouter:
         responses=SEARCH_ERRORS,
         summary="Search several queries with one method",
     )
-    async def search_batch(req: s.BatchSearchRequest) -> dict[str, Any]:
-        return await _within_deadline(settings, lambda: _search_many(req))
+    async def search_batch(
+        req: s.BatchSearchRequest, served: ServedIndex = index_of
+    ) -> dict[str, Any]:
+        return await _within_deadline(settings, lambda: _search_many(served, req))
 
-    def _search_many(req: s.BatchSearchRequest) -> dict[str, Any]:
+    def _search_many(served: ServedIndex, req: s.BatchSearchRequest) -> dict[str, Any]:
         if len(req.queries) > settings.max_batch:
             raise ApiError(
                 413,
@@ -205,7 +247,7 @@ def _router(served: ServedIndex) -> APIRouter:
         description="Adds every passage or none. 409 when an id is already in the index or "
         "given twice; the new passages are searchable when this answers.",
     )
-    def add_passages(req: s.AddRequest) -> dict[str, Any]:
+    def add_passages(req: s.AddRequest, served: ServedIndex = index_of) -> dict[str, Any]:
         if len(req.passages) > settings.max_add:
             raise ApiError(
                 413,
@@ -223,7 +265,7 @@ def _router(served: ServedIndex) -> APIRouter:
         description="Deletes every id or none: 404 when an id is not in the index, 409 when "
         "the index would be left empty. Repeated ids count once.",
     )
-    def delete_passages(req: s.DeleteRequest) -> dict[str, Any]:
+    def delete_passages(req: s.DeleteRequest, served: ServedIndex = index_of) -> dict[str, Any]:
         if len(req.ids) > settings.max_delete:
             raise ApiError(
                 413,
@@ -238,7 +280,7 @@ def _router(served: ServedIndex) -> APIRouter:
         responses=UPDATE_ERRORS,
         summary="Delete one passage",
     )
-    def delete_passage(passage_id: str) -> dict[str, Any]:
+    def delete_passage(passage_id: str, served: ServedIndex = index_of) -> dict[str, Any]:
         return _update(served, delete=[passage_id])
 
     @router.get(
@@ -247,20 +289,22 @@ def _router(served: ServedIndex) -> APIRouter:
         responses=_errors(404, 422),
         summary="Get one passage",
     )
-    def get_passage(passage_id: str) -> dict[str, Any]:
+    def get_passage(passage_id: str, served: ServedIndex = index_of) -> dict[str, Any]:
         corpus = served.snapshot.index.corpus
         if passage_id not in corpus:
             raise ApiError(404, "unknown_id", "no passage with this id in the index")
         p = corpus.get(passage_id)
         return {"id": p.id, "title": p.title, "text": p.text, "metadata": jsonable(p.metadata)}
 
-    @router.get("/health", response_model=s.Health, summary="Liveness and index generation")
-    def health() -> dict[str, Any]:
-        snap = served.snapshot
-        return {"status": "ok", "generation": snap.generation, "passages": len(snap.index)}
+    if health:
+
+        @router.get("/health", response_model=s.Health, summary="Liveness and index generation")
+        def health_(served: ServedIndex = index_of) -> dict[str, Any]:
+            snap = served.snapshot
+            return {"status": "ok", "generation": snap.generation, "passages": len(snap.index)}
 
     @router.get("/info", response_model=s.Info, summary="Index, methods and limits")
-    def info() -> dict[str, Any]:
+    def info(served: ServedIndex = index_of) -> dict[str, Any]:
         snap = served.snapshot
         methods = [_method_info(name, snap, served) for name in list_methods()]
         return {

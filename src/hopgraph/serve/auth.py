@@ -1,11 +1,13 @@
 """Bearer tokens: a pure ASGI middleware that refuses writes (and, if asked, reads) without the
 server's token, before the request body is read or anything runs.
 
-Writes are every request that changes the index: ``POST /passages``, ``POST /passages/delete``
-and ``DELETE /passages/{id}``. With ``protect_reads`` every other route needs the token too,
-except ``GET /health`` (for load balancers' probes). The token is compared in constant time
-(:func:`hmac.compare_digest`); a refused request answers 401 with ``WWW-Authenticate: Bearer``
-and the common error body, and changes nothing.
+Writes are every request that changes an index: ``POST /passages``, ``POST /passages/delete``
+and ``DELETE /passages/{id}``, the same under ``/indexes/{name}``, and creating or dropping a
+named index (``POST /indexes``, ``DELETE /indexes/{name}``): under ``/indexes`` every request
+but a ``GET``/``HEAD`` and a search counts as a write. With ``protect_reads`` every other route
+needs the token too, except ``GET /health`` (for load balancers' probes). The token is compared
+in constant time (:func:`hmac.compare_digest`); a refused request answers 401 with
+``WWW-Authenticate: Bearer`` and the common error body, and changes nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ OPEN_ALWAYS = frozenset({("GET", "/health"), ("HEAD", "/health")})
 
 
 def is_write(method: str, path: str) -> bool:
-    """Whether a request changes the index."""
+    """Whether a request changes an index (or creates or drops one)."""
+    if path == "/indexes" or path.startswith("/indexes/"):
+        if method in ("GET", "HEAD"):
+            return False
+        rest = path[len("/indexes/") :].partition("/")[2]  # after the index's name
+        return not (method == "POST" and rest in ("search", "search/batch"))
     if method == "POST" and path in ("/passages", "/passages/delete"):
         return True
     return method == "DELETE" and path.startswith("/passages/")

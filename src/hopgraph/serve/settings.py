@@ -11,6 +11,7 @@ from hopgraph.errors import ConfigError
 # operator sets them with ``hopgraph serve --set METHOD.model=FOLDER``.
 SERVER_ONLY_PARAMS = frozenset({"model"})
 ROLES = ("auto", "writer", "reader")
+MULTI_LIMITS = frozenset({"max_indexes", "max_create"})  # limits of named indexes (--indexes-dir)
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,10 @@ class Settings:
     # bearer token every write needs (and every read but /health with protect_reads); "" = none
     token: str = field(default="", repr=False)
     protect_reads: bool = False
+    # named indexes (``--indexes-dir``): their folder ("" = none), how many, passages per create
+    indexes_dir: str = ""
+    max_indexes: int = 16  # named indexes served at once (POST /indexes answers 409 beyond)
+    max_create: int = 10_000  # passages per POST /indexes (413 beyond)
 
     def __post_init__(self) -> None:
         for name in (
@@ -48,6 +53,8 @@ class Settings:
             "max_add",
             "max_delete",
             "max_cached_retrievers",
+            "max_indexes",
+            "max_create",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -73,6 +80,9 @@ class Settings:
             )
 
     def limits(self) -> dict[str, float]:
-        """The request limits, as /info reports them."""
+        """The request limits, as /info reports them (those of named indexes only when the
+        server has an indexes folder)."""
         d = asdict(self)
+        if not self.indexes_dir:
+            d = {k: v for k, v in d.items() if k not in MULTI_LIMITS}
         return {k: v for k, v in d.items() if k.startswith("max_")}

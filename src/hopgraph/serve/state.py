@@ -37,7 +37,7 @@ import numpy as np
 from hopgraph.atomic import WriterRole, writer_lock
 from hopgraph.config import make_options
 from hopgraph.corpus import Passage
-from hopgraph.errors import ConfigError, HopgraphError, NotWriterError
+from hopgraph.errors import ConfigError, HopgraphError, NotWriterError, UpdateError
 from hopgraph.index import Index
 from hopgraph.index.store import manifest_digest, missing_parts_message
 from hopgraph.retrieve import method_class
@@ -283,6 +283,8 @@ class ServedIndex:
                 "additions and deletions there"
             )
         with self._write_lock, writer_lock(self.path):
+            if self._stop.is_set():  # closed: the server stops, or the named index was dropped
+                raise UpdateError(f"{self.path} is no longer served")
             t0 = time.perf_counter()
             old = self.snapshot
             base = old.index
