@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.hopgraph-installed
 DATA ?= $(abspath ../shared/data)
 
-.PHONY: install demo test lint bench clean chromium
+.PHONY: install demo test lint bench clean package chromium
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -37,8 +37,20 @@ chromium: $(CHROMIUM)
 test: $(STAMP) lint chromium
 	HOPGRAPH_CACHE=$${HOPGRAPH_CACHE:-$(CURDIR)/.hopgraph-cache} $(PY) -m pytest -q
 
+# The wheel as a user gets it: built, installed in a fresh venv (torch first), `hopgraph demo`
+# run from outside the source tree. CI runs it after the suite.
+PKG_VENV ?= $(CURDIR)/build/pkg-venv
+package: $(STAMP)
+	rm -rf dist $(PKG_VENV)
+	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
+	$(PYTHON) -m venv $(PKG_VENV)
+	$(PKG_VENV)/bin/pip install --quiet torch==2.13.0
+	$(PKG_VENV)/bin/pip install --quiet "$$(ls dist/hopgraph-*.whl)[dense,ner,serve]"
+	cd $(PKG_VENV) && ./bin/hopgraph demo --workdir $(PKG_VENV)/demo
+	@echo "package: the wheel installs in a fresh venv and runs hopgraph demo"
+
 bench: $(STAMP)
 	$(PY) benchmarks/base.py --data-dir $(DATA)
 
 clean:
-	rm -rf $(VENV) .hopgraph-cache .pytest_cache .ruff_cache src/*.egg-info
+	rm -rf $(VENV) .hopgraph-cache .pytest_cache .ruff_cache src/*.egg-info dist build

@@ -166,13 +166,25 @@ def index_cmd(
 @click.option("--method", default="default", show_default=True, help=METHOD_HELP)
 @click.option("--set", "sets", multiple=True, help=f"method parameter; {ASSIGN_HELP}")
 @click.option("--json", "as_json", is_flag=True, help="print the ranking as JSON")
-def search_cmd(index_dir, query, k, method, sets, as_json) -> None:
+@click.option(
+    "--filter",
+    "filter_json",
+    default=None,
+    metavar="JSON",
+    help='only passages whose metadata match, e.g. \'{"year": {"$gte": 2020}}\' '
+    "(operators $eq $ne $in $nin $gt $gte $lt $lte, $and $or $not)",
+)
+def search_cmd(index_dir, query, k, method, sets, as_json, filter_json) -> None:
     """Search INDEX_DIR for QUERY and show the passages and why they rank."""
     from hopgraph.index import Index
     from hopgraph.retrieve import get_retriever
 
+    spec = _json_option(filter_json, "--filter")
     index = Index.load(index_dir)
-    ranking = get_retriever(index, method, **parse_assignments(sets)).search(query, k=k)
+    ranker = get_retriever(index, method, **parse_assignments(sets))
+    ranking = ranker.search(query, k=k, filter=spec)
+    if not ranking.ids and spec:
+        click.echo("no passage matches the filter", err=True)
     if as_json:
         click.echo(json.dumps(ranking.to_dict(), indent=2, ensure_ascii=False))
         return
@@ -181,6 +193,16 @@ def search_cmd(index_dir, query, k, method, sets, as_json) -> None:
         click.echo(f"{rank:>3}. [{hit.id}] {p.title}  score={hit.score:.4f}")
         click.echo(f"     {_short(p.text)}")
         click.echo(f"     why: {_why(hit.why)}")
+
+
+def _json_option(value: str | None, name: str) -> Any:
+    """A JSON-valued option, or a usage error naming it."""
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON ({exc})", param_hint=name) from None
 
 
 @cli.command("add")

@@ -44,6 +44,7 @@ from hopgraph.errors import (
     UnknownIdError,
     UpdateError,
 )
+from hopgraph.filters import validate_filter
 from hopgraph.retrieve import list_methods, method_class
 from hopgraph.retrieve.base import DEFAULT_METHOD, Retriever, method_parts
 from hopgraph.retrieve.ranking import Ranking
@@ -346,10 +347,20 @@ def _run(
             f"k={req.k} is over the limit of {served.settings.max_k}",
             [{"loc": ["body", "k"], "msg": "over max_k", "type": "k_too_large"}],
         )
+    if req.filter is not None:
+        try:
+            validate_filter(req.filter)
+        except ConfigError as exc:
+            raise ApiError(
+                422,
+                "invalid_filter",
+                str(exc),
+                [{"loc": ["body", "filter"], "msg": str(exc), "type": "invalid_filter"}],
+            ) from None
     try:
         retriever = served.retriever(snap, req.method, dict(req.params))
         t0 = time.perf_counter()
-        rankings = retriever.search_batch(queries, req.k)
+        rankings = retriever.search_batch(queries, req.k, filter=req.filter)
         if req.explain:
             for r in rankings:
                 r.explanations  # noqa: B018 - computed now, so the latency includes them
