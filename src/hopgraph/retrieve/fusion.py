@@ -9,7 +9,7 @@ import numpy as np
 
 from hopgraph.config import option, positive
 from hopgraph.errors import ConfigError
-from hopgraph.retrieve.base import Retriever, register_method
+from hopgraph.retrieve.base import Retriever, allowed_rows, register_method
 from hopgraph.retrieve.operators import (
     composed_search,
     lexical_search,
@@ -45,13 +45,20 @@ class RRFRetriever(Retriever):
     requires = ("sparse", "dense")
     uses_dense = True
     summary = "reciprocal-rank fusion of BM25 and dense (k=60)"
+    filters_natively = True  # both lists drawn from the matching passages
 
     def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
         p: RRFParams = self.params
         depth = max(p.depth, k)
-        b_rows, _ = lexical_search(self.index.part("sparse"), query, depth)
+        allowed = allowed_rows()
+        b_rows, _ = lexical_search(self.index.part("sparse"), query, depth, allowed)
         d_rows, _ = vector_search(
-            self.index.part("dense"), qvec, depth, mode=p.dense_mode, ef_search=p.ef_search
+            self.index.part("dense"),
+            qvec,
+            depth,
+            mode=p.dense_mode,
+            ef_search=p.ef_search,
+            allowed=allowed,
         )
         rows, scores = reciprocal_rank_fusion([b_rows, d_rows], p.k_rrf)
         rows, scores = rows[:k], scores[:k]
@@ -85,6 +92,7 @@ class HybridRetriever(Retriever):
     requires = ("sparse", "dense")
     uses_dense = True
     summary = "0.3 x normalised BM25 + 0.7 x cosine (GraphER's base)"
+    filters_natively = True  # the same scores, the best matching ones
 
     def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
         p: HybridParams = self.params
@@ -92,7 +100,9 @@ class HybridRetriever(Retriever):
         norm = max_normalize(bm25)
         cos = self.index.part("dense").scores(qvec)
         scores = p.w_sparse * norm + p.w_dense * cos
-        rows = top_k(scores, k)
+        allowed = allowed_rows()
+        pick = scores if allowed is None else np.where(allowed, scores, -np.inf)
+        rows = top_k(pick, k)
 
         def explain() -> list[dict]:
             return [
