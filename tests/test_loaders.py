@@ -676,10 +676,15 @@ def test_text_folder(tmp_path):
     assert detect_format(root) == "text"
     c = load_corpus(root)
     assert c.ids == ["a", "b", "sub/c#0", "sub/c#1"]
-    assert c.get("a").title == "a" and c.get("a").text == "# A\n\nAy text."
-    assert c.get("a").metadata == {"path": "a.md"}
+    # a Markdown file's title is its first H1 (the file stem when it has none)
+    assert c.get("a").title == "A" and c.get("a").text == "# A\n\nAy text."
+    assert c.get("a").metadata == {
+        "doc_id": "a", "chunk": 0, "source": "a.md", "path": "a.md", "heading": "A"
+    }  # fmt: skip
     assert c.get("sub/c#1").title == "c"
-    assert c.get("sub/c#1").metadata == {"doc_id": "sub/c", "chunk": 1, "path": "sub/c.txt"}
+    assert c.get("sub/c#1").metadata == {
+        "doc_id": "sub/c", "chunk": 1, "source": "sub/c.txt", "path": "sub/c.txt"
+    }  # fmt: skip
     assert c.get("sub/c#1").text.split()[0] == "w160"  # 200-word windows, 40 overlap
     assert load_corpus(root, chunk_words=100).ids[2:] == ["sub/c#0", "sub/c#1", "sub/c#2"]
     with pytest.raises(CorpusError, match="holds no questions"):

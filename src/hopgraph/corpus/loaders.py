@@ -17,7 +17,21 @@ Formats (``fmt``):
 ``hipporag``
     A HippoRAG ``*_corpus.json`` file: a JSON list of ``{"title", "text"}``. Corpus only.
 ``text``
-    A folder of ``.txt`` / ``.md`` files, one document each, chunked into passages. Corpus only.
+    A folder of documents (or one document file): ``.txt``, ``.md``, ``.pdf``, ``.html`` /
+    ``.htm`` and ``.docx`` files, also with a wrong or no suffix when the content tells
+    (``%PDF-``, a zip with ``word/document.xml``, ``<html`` / ``<!doctype html``); other files
+    and hidden ones are left out. Each document is cut into passages by section (a PDF page, a
+    heading of Markdown, HTML or DOCX) and by :func:`chunk_document` (``chunk_words``, 200 by
+    default), keeping ``doc_id``, ``chunk``, ``source`` and ``page`` / ``heading``; a document
+    without text is skipped with a warning. See :mod:`hopgraph.corpus.documents`; PDF, HTML
+    and DOCX need ``pip install 'hopgraph[docs]'``. Corpus only.
+``passages``
+    A ``.jsonl`` of passages ``{"id", "title", "text", "metadata"}`` (an index's
+    ``passages.jsonl``), also when it is a folder's ``corpus.jsonl``. Corpus only.
+
+A folder's ``corpus.jsonl`` is told by its first line: ``idx`` for unified, ``_id`` for BEIR,
+``id`` and ``text`` for passages (``questions.jsonl`` or ``queries.jsonl`` beside it decide
+first).
 
 Every problem with the data raises :class:`~hopgraph.errors.CorpusError` naming the file and,
 where there is one, the 1-based line.
@@ -26,6 +40,7 @@ where there is one, the 1-based line.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -33,6 +48,11 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.corpus.chunking import chunk_document
+from hopgraph.corpus.documents import BOM as _BOM
+from hopgraph.corpus.documents import decode_utf8 as _decode
+from hopgraph.corpus.documents import document_kind, document_passages, read_document
+from hopgraph.corpus.documents import read_bytes as _read_bytes
+from hopgraph.corpus.documents import read_error as _read_error
 from hopgraph.corpus.passage import Corpus, Dataset, Passage, Question
 from hopgraph.errors import ConfigError, CorpusError
 
@@ -45,46 +65,17 @@ FORMATS: dict[str, str] = {
     "2wiki": "2WikiMultiHopQA raw .json (context + supporting_facts + evidences)",
     "musique": "MuSiQue raw .jsonl/.json (records with paragraphs)",
     "hipporag": "HippoRAG *_corpus.json (list of title/text)",
-    "text": "folder of .txt/.md files",
-    "passages": ".jsonl of passages {id, title, text, metadata} (an index's passages.jsonl)",
+    "text": "folder of documents: .txt, .md, .pdf, .html/.htm, .docx (or one such file)",
+    "passages": ".jsonl of passages {id, title, text, metadata} (an index's passages.jsonl, "
+    "or a folder's corpus.jsonl of them)",
 }
 
-_BOM = b"\xef\xbb\xbf"
-_TEXT_SUFFIXES = (".txt", ".md")
+_log = logging.getLogger("hopgraph.corpus")
+_PLAIN_SUFFIXES = (".txt", ".md", ".markdown")  # a document id without the suffix
 _MARKER_FILES = ("corpus.jsonl", "questions.jsonl", "queries.jsonl")
 
 
 # --------------------------------------------------------------------------- reading
-
-
-def _read_error(exc: OSError, path: Path) -> CorpusError:
-    """The CorpusError for a file that cannot be opened or read."""
-    if isinstance(exc, FileNotFoundError):
-        return CorpusError("no such file", path)
-    if isinstance(exc, IsADirectoryError):
-        return CorpusError("expected a file, found a folder", path)
-    return CorpusError(f"cannot read: {exc.strerror or exc}", path)
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise _read_error(e, path) from None
-
-
-def _decode(data: bytes, path: Path) -> str:
-    """UTF-8 decode; an error names the line and column. A leading BOM is dropped."""
-    skip = len(_BOM) if data.startswith(_BOM) else 0
-    try:
-        return data[skip:].decode("utf-8")
-    except UnicodeDecodeError as e:
-        pos = e.start + skip
-        line = data.count(b"\n", 0, pos) + 1
-        col = pos - (data.rfind(b"\n", 0, pos) + 1) + 1
-        raise CorpusError(
-            f"not valid UTF-8 (byte 0x{data[pos]:02x} at column {col})", path, line
-        ) from None
 
 
 def _json_type(value: object) -> str:
@@ -239,13 +230,37 @@ def _unknown(path: Path, why: str = "") -> CorpusError:
     return CorpusError(f"cannot tell the format{why}; known formats: {known}", path)
 
 
-def _has_text_files(folder: Path) -> bool:
-    for p in folder.rglob("*"):  # unsorted: stop at the first hit
-        rel = p.relative_to(folder)
-        if p.suffix.lower() in _TEXT_SUFFIXES and not any(s.startswith(".") for s in rel.parts):
-            if p.is_file():
-                return True
-    return False
+def _visible_files(folder: Path, *, ordered: bool) -> Iterator[Path]:
+    """The files under ``folder``, hidden ones (any part of the path starting with '.') left
+    out; sorted by relative path when ``ordered``."""
+    paths = folder.rglob("*")
+    if ordered:
+        paths = sorted(paths, key=lambda p: p.relative_to(folder).as_posix())
+    for p in paths:
+        if any(part.startswith(".") for part in p.relative_to(folder).parts):
+            continue
+        if p.is_file():
+            yield p
+
+
+def _has_documents(folder: Path) -> bool:
+    # unsorted: stop at the first hit
+    return any(document_kind(p) for p in _visible_files(folder, ordered=False))
+
+
+def _corpus_jsonl_kind(corpus: Path) -> str | None:
+    """The format a folder's ``corpus.jsonl`` stands for, from its first line's keys: ``idx``
+    unified, ``_id`` BEIR, ``id`` and ``text`` passages."""
+    first = _first_jsonl_record(corpus)
+    if not isinstance(first, dict):
+        return None
+    if "idx" in first:
+        return "unified"
+    if "_id" in first:
+        return "beir"
+    if "id" in first and "text" in first:
+        return "passages"
+    return None
 
 
 def _detect(path: Path) -> tuple[str, Any]:
@@ -259,12 +274,10 @@ def _detect(path: Path) -> tuple[str, Any]:
                 return "unified", None
             if (path / "queries.jsonl").is_file():
                 return "beir", None
-            first = _first_jsonl_record(corpus)
-            if isinstance(first, dict) and "idx" in first:
-                return "unified", None
-            if isinstance(first, dict) and "_id" in first:
-                return "beir", None
-        if _has_text_files(path):
+            kind = _corpus_jsonl_kind(corpus)
+            if kind is not None:
+                return kind, None
+        if _has_documents(path):
             return "text", None
         raise _unknown(path)
     name = path.name.lower()
@@ -288,6 +301,8 @@ def _detect(path: Path) -> tuple[str, Any]:
             if "paragraphs" in first:
                 return "musique", data
         raise _unknown(path, " (a .json file of an unknown layout)")
+    if document_kind(path):
+        return "text", None  # a single document
     raise _unknown(path)
 
 
@@ -332,6 +347,11 @@ def _unified_corpus(folder: Path) -> Iterator[Passage]:
         seen[pid] = lineno
         meta = {k: v for k, v in rec.items() if k not in ("idx", "title", "text")}
         yield Passage(pid, title, text, meta)
+
+
+def _passages_path(path: Path) -> Path:
+    """The passages file: ``path``, or a folder's ``corpus.jsonl``."""
+    return _need_file(path, "corpus.jsonl") if path.is_dir() else path
 
 
 def _passages_file(path: Path) -> Iterator[Passage]:
@@ -696,46 +716,67 @@ def _hipporag_corpus(path: Path) -> list[Passage]:
     return passages
 
 
-# --------------------------------------------------------------------------- text folder
+# --------------------------------------------------------------------------- documents
 
 
-def _text_files(folder: Path) -> Iterator[Path]:
-    for p in sorted(folder.rglob("*")):
-        rel = p.relative_to(folder)
-        if any(part.startswith(".") for part in rel.parts):
-            continue
-        if p.suffix.lower() in _TEXT_SUFFIXES and p.is_file():
-            yield p
+def _document_id(rel: Path) -> str:
+    """A document's id: its path relative to the folder, without the suffix of a text or
+    Markdown file (the ids text folders have always had)."""
+    return (rel.with_suffix("") if rel.suffix.lower() in _PLAIN_SUFFIXES else rel).as_posix()
 
 
-def _text_corpus(folder: Path, chunk_words: int | None) -> list[Passage]:
+def _text_passages(path: Path, chunk_words: int | None) -> Iterator[Passage]:
+    """The passages of a folder of documents (or of one document file), one document at a
+    time, in the order of their relative paths; see :mod:`hopgraph.corpus.documents`.
+
+    A document without text is skipped with a warning (logger ``hopgraph.corpus``); a folder
+    with no document, or whose documents all lack text, raises :class:`CorpusError`."""
     max_words = chunk_words or 200
     overlap = max_words // 5
-    passages: list[Passage] = []
+    if path.is_dir():
+        root, files = path, _visible_files(path, ordered=True)
+    else:
+        root, files = path.parent, iter([path])
     owners: dict[str, Path] = {}
-    files = sorted(_text_files(folder), key=lambda p: p.relative_to(folder).as_posix())
-    if not files:
-        raise CorpusError("no .txt or .md files in this folder", folder)
+    empty: list[Path] = []
+    n_passages = 0
     for f in files:
-        rel = f.relative_to(folder)
-        doc_id = rel.with_suffix("").as_posix()
+        # a file given alone is read as text when nothing tells its kind (--format text)
+        kind = document_kind(f) or (None if f is not path else "text")
+        if kind is None:
+            continue
+        rel = f.relative_to(root)
+        doc_id = _document_id(rel)
         if doc_id in owners:
             raise CorpusError(f"document id {doc_id!r} also comes from {owners[doc_id]}", f)
         owners[doc_id] = f
-        text = _decode(_read_bytes(f), f)
-        if not text.strip():
-            raise CorpusError("empty text", f)
-        passages.extend(
-            chunk_document(
-                doc_id,
-                f.stem,
-                text.strip(),
-                max_words=max_words,
-                overlap=overlap,
-                metadata={"path": rel.as_posix()},
-            )
+        doc = read_document(f, kind)
+        meta: dict[str, Any] = {"source": rel.as_posix()}
+        if kind in ("text", "markdown"):
+            meta["path"] = rel.as_posix()  # the key text folders had before "source"
+        passages = document_passages(
+            doc_id,
+            doc,
+            title=doc.title or f.stem,
+            max_words=max_words,
+            overlap=overlap,
+            metadata=meta,
         )
-    return passages
+        if not passages:
+            hint = " (a scanned PDF needs OCR first)" if kind == "pdf" else ""
+            _log.warning("%s: skipped: the document has no text%s", f, hint)
+            empty.append(f)
+            continue
+        n_passages += len(passages)
+        yield from passages
+    if not owners:
+        raise CorpusError(
+            "no documents in this folder (no .txt or .md files, nor .pdf, .html/.htm or .docx)",
+            path,
+        )
+    if not n_passages:
+        others = f", as have the other {len(empty) - 1} documents" if len(empty) > 1 else ""
+        raise CorpusError(f"empty text{others}: no passages", empty[0])
 
 
 # --------------------------------------------------------------------------- public API
@@ -757,6 +798,13 @@ def _chunk_all(passages: Iterable[Passage], chunk_words: int) -> Iterator[Passag
             yield p
 
 
+def _check_chunk_words(chunk_words: int | None) -> None:
+    if chunk_words is not None and (
+        isinstance(chunk_words, bool) or not isinstance(chunk_words, int) or chunk_words <= 0
+    ):
+        raise ValueError(f"chunk_words must be a positive integer, got {chunk_words!r}")
+
+
 def _make_corpus(passages: list[Passage], source: Path) -> Corpus:
     return Corpus(passages, source=source)
 
@@ -771,10 +819,7 @@ def load_corpus(
     ``chunk_words // 5``); a ``text`` folder is always chunked (200 words by default).
     Raises :class:`CorpusError` for missing or malformed data, naming file and line.
     """
-    if chunk_words is not None and (
-        isinstance(chunk_words, bool) or not isinstance(chunk_words, int) or chunk_words <= 0
-    ):
-        raise ValueError(f"chunk_words must be a positive integer, got {chunk_words!r}")
+    _check_chunk_words(chunk_words)
     p = _resolve(path)
     kind, data = _format_of(p, fmt)
     if kind == "unified":
@@ -790,10 +835,9 @@ def load_corpus(
     elif kind == "hipporag":
         passages = _hipporag_corpus(p)
     elif kind == "passages":
-        passages = list(_passages_file(p))
-    else:  # text
-        _need_dir(p, kind)
-        return _make_corpus(_text_corpus(p, chunk_words), p)
+        passages = list(_passages_file(_passages_path(p)))
+    else:  # text: documents, chunked as they are read
+        return _make_corpus(list(_text_passages(p, chunk_words)), p)
     if not passages:
         raise CorpusError("no passages", p)
     if chunk_words is not None:
@@ -808,20 +852,24 @@ def iter_corpus(
 
     The JSONL formats (``unified``, ``beir``'s corpus, ``passages``) are read line by line, so
     a corpus of any size streams in bounded memory (only the ids are kept, to refuse
-    duplicates); the other formats are read whole first. Raises :class:`CorpusError` as
+    duplicates), and a folder of documents one document at a time; the other formats are read
+    whole first. Raises :class:`CorpusError` as
     :func:`load_corpus` does (an empty corpus when the iteration ends without a passage).
     """
+    _check_chunk_words(chunk_words)
     p = _resolve(path)
     kind, _ = _format_of(p, fmt)
     if kind == "unified":
         _need_dir(p, kind)
         passages: Iterable[Passage] = _unified_corpus(p)
     elif kind == "passages":
-        passages = _passages_file(p)
+        passages = _passages_file(_passages_path(p))
+    elif kind == "text":
+        passages = _text_passages(p, chunk_words)  # chunked as they are read
     else:
         yield from load_corpus(p, chunk_words=chunk_words, fmt=fmt)
         return
-    if chunk_words is not None:
+    if chunk_words is not None and kind != "text":
         passages = _chunk_all(passages, chunk_words)
     seen: set[str] = set()
     for passage in passages:
@@ -882,8 +930,10 @@ def load_dataset(
         if stem and (p.parent / f"{stem}.json").is_file():
             hint = f"; its questions may be in {p.parent / (stem + '.json')}"
         raise CorpusError(f"a HippoRAG corpus file holds no questions{hint}", p)
+    elif kind == "passages":
+        raise CorpusError("a file of passages holds no questions", _passages_path(p))
     else:
-        raise CorpusError("a folder of text files holds no questions", p)
+        raise CorpusError("a folder of documents holds no questions", p)
     if not passages:
         raise CorpusError("no passages", p)
     return Dataset(name, _make_corpus(passages, p), questions, skipped)
