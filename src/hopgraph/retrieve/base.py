@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
@@ -30,12 +31,24 @@ def allowed_rows() -> np.ndarray | None:
 
 
 @contextmanager
-def _allowing(mask: np.ndarray) -> Iterator[None]:
+def _allowing(mask: np.ndarray | None) -> Iterator[None]:
     token = _ALLOWED.set(mask)
     try:
         yield
     finally:
         _ALLOWED.reset(token)
+
+
+def unfiltered() -> contextlib.AbstractContextManager[None]:
+    """A block in which :func:`allowed_rows` is None: for a stage that must see every passage
+    (a method's seeds or bridges) while the search as a whole is filtered."""
+    return _allowing(None)
+
+
+def masked(scores: np.ndarray, allowed: np.ndarray | None, fill: float = -np.inf) -> np.ndarray:
+    """``scores`` with the rows outside ``allowed`` set to ``fill`` (0 for rankings of positive
+    scores only), for a final ``top_k``; unchanged without a filter."""
+    return scores if allowed is None else np.where(allowed, scores, fill)
 
 
 class Retriever(ABC):

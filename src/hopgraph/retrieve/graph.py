@@ -18,7 +18,14 @@ import numpy as np
 from hopgraph.config import in_unit_interval, option, positive
 from hopgraph.graph.bipartite import BipartiteGraph, build_bipartite
 from hopgraph.graph.ppr import ppr_power, ppr_push
-from hopgraph.retrieve.base import Retriever, get_retriever, register_method
+from hopgraph.retrieve.base import (
+    Retriever,
+    allowed_rows,
+    get_retriever,
+    masked,
+    register_method,
+    unfiltered,
+)
 from hopgraph.retrieve.operators import lexical_search, reciprocal_rank_fusion
 from hopgraph.retrieve.ranking import Ranking, top_k
 from hopgraph.retrieve.seeds import MIXINGS, WEIGHTINGS, entity_weights, mix_seeds, passage_weights
@@ -67,6 +74,7 @@ class _PPRRetriever(Retriever):
     Params = GraphParams
     seed_source: ClassVar[str | None] = None  # name of the seed retriever, None = entities only
     requires = ("sparse", "entities")
+    filters_natively = True  # seeds from every passage, the walk's matching passages ranked
 
     def __init__(self, index, params):  # noqa: ANN001
         super().__init__(index, params)
@@ -96,7 +104,8 @@ class _PPRRetriever(Retriever):
         s_d = np.zeros(g.n_nodes)
         seed_rows = np.zeros(0, np.int64)
         if self.seeder is not None:
-            r = self.seeder._search(query, p.seed_k, qvec)
+            with unfiltered():  # a seed outside a filter may still lead to a passage in it
+                r = self.seeder._search(query, p.seed_k, qvec)
             seed_rows = np.array([self.index.corpus.position(i) for i in r.ids], dtype=np.int64)
             s_d[seed_rows] = passage_weights(np.asarray(r.scores), p.seed_weighting)
         s = mix_seeds(s_e, s_d, p.mixing, p.alpha_mix)
@@ -132,7 +141,7 @@ class _PPRRetriever(Retriever):
         self, query: str, k: int, r: np.ndarray, s: np.ndarray, g: BipartiteGraph, info: dict
     ) -> Ranking:
         doc = r[: g.n_passages]
-        rows = top_k(doc, k, positive_only=True)
+        rows = top_k(masked(doc, allowed_rows(), 0.0), k, positive_only=True)
         return self._ranking(query, rows, doc[rows], lambda: self._explain(rows, r, s, g), info)
 
     def _search_many(
@@ -279,6 +288,7 @@ class TfidfGraphRetriever(Retriever):
     (df ≥ 3 and ≤ 0.1·N), PPR seeded uniformly by the query's terms."""
 
     name = "tfidf_graph"
+    filters_natively = True
     Params = TermGraphParams
     summary = "PPR over a TF-IDF term-passage graph (MixPR-like baseline)"
 
@@ -306,7 +316,7 @@ class TfidfGraphRetriever(Retriever):
         else:
             s[: g.n_passages] = 1.0 / g.n_passages
         r = ppr_power(g.PT, s, p.alpha, p.max_iter)[: g.n_passages]
-        rows = top_k(r, k, positive_only=True)
+        rows = top_k(masked(r, allowed_rows(), 0.0), k, positive_only=True)
         return self._ranking(query, rows, r[rows], lambda: [{"ppr": float(x)} for x in r[rows]])
 
 
@@ -327,6 +337,7 @@ class BM25TwoStepRetriever(Retriever):
     to the query, and BM25 runs again."""
 
     name = "bm25_2step"
+    filters_natively = True  # the first step reads every passage, the second the matching
     Params = TwoStepParams
     requires = ("sparse", "entities")
     summary = "BM25, entity-based query expansion from the top passages, BM25 again"
@@ -355,7 +366,7 @@ class BM25TwoStepRetriever(Retriever):
         chosen = sorted(weight, key=lambda e: (-weight[e], e))[: p.n_expand]
         expansion = [ents.names[e] for e in chosen]
         expanded = " ".join([query, *expansion])
-        rows, scores = lexical_search(sparse, expanded, k)
+        rows, scores = lexical_search(sparse, expanded, k, allowed_rows())
         return self._ranking(
             query,
             rows,
