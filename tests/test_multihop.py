@@ -105,6 +105,15 @@ def test_explanations_name_the_bridge(demo_dataset, default_index):
         for pid, w in zip(ranking.ids, why, strict=True):
             assert w["summary"]
             assert set(w["signals"]) >= {"bm25", "dense", "graph", "bridge"}
+            route = w["route"]
+            if w["path"].startswith("2-hop"):  # the sentence and the data say the same
+                assert route["hops"] == 2 and f"*{route['via']}*" in w["path"]
+                via = default_index.corpus.get(route["via_id"])
+                assert via.title == route["via"] and route["via_id"] != pid
+            elif w["path"].startswith("1-hop"):
+                assert route["hops"] == 1 and route["kind"] in ("named", "direct")
+            else:
+                assert route is None
             if pid in q.gold and w["path"].startswith("2-hop: question → *"):
                 paths.append(w["path"])
     assert paths, "no gold passage was explained as a 2-hop path"

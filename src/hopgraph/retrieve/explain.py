@@ -56,7 +56,7 @@ def explain_hits(
             for key, (_, feats) in SIGNALS.items()
         }
         lifted = [k for k, v in sorted(by_signal.items(), key=lambda kv: -kv[1]) if v > 0][:3]
-        path = _path(index, found, row, x)
+        path, route = _path(index, found, row, x)
         words = [path] if path else []
         if lifted:
             words.append("lifted by: " + "; ".join(SIGNALS[k][0] for k in lifted))
@@ -66,6 +66,7 @@ def explain_hits(
             {
                 "summary": ". ".join(words),
                 "path": path,
+                "route": route,
                 "lifted_by": lifted,
                 "signals": {k: round(v, 4) for k, v in by_signal.items()},
                 "bm25": float(found.fh.bm25[row]),
@@ -87,29 +88,39 @@ def _entity_label(index: Index, entity: int) -> str:
     return index.corpus[int(own)].title if own >= 0 else ents.names[entity]
 
 
-def _path(index: Index, found: Scored, row: int, x: np.ndarray) -> str:
-    """How the passage was reached, as a reader would say it. A passage that is itself one of
-    the first hop's best (an anchor ranked above the anchor that leads to it) was found by the
-    question directly."""
+def _path(
+    index: Index, found: Scored, row: int, x: np.ndarray
+) -> tuple[str, dict[str, Any] | None]:
+    """How the passage was reached, as a reader would say it, and the same as data (``route``:
+    ``hops``, ``kind`` = named / direct / bridge / backlink, and for two hops the first-hop
+    passage ``via`` (title) and ``via_id``). A passage that is itself one of the first hop's
+    best (an anchor ranked above the anchor that leads to it) was found by the question
+    directly."""
     corpus = index.corpus
     rank = {a: i for i, a in enumerate(found.anchors)}
     via = found.feats.bridge_via.get(row)
     back = found.feats.backlink_via.get(row)
     through = via[0] if via is not None else back
+    named = {"hops": 1, "kind": "named"}
     if row in rank and (through is None or rank[row] < rank.get(through, len(rank))):
         if x[COL["title_in_query"]] > 0 or x[COL["title_overlap"]] >= 0.5:
-            return f"1-hop: the question names *{corpus[row].title}*"
-        return "1-hop: found by the question itself (words, meaning, its entities)"
+            return f"1-hop: the question names *{corpus[row].title}*", named
+        direct = {"hops": 1, "kind": "direct"}
+        return "1-hop: found by the question itself (words, meaning, its entities)", direct
     if via is not None:
         anchor, entity = via  # the anchor names this page's entity
         label = _entity_label(index, entity)
-        named = "" if label == corpus[row].title else f" (it names *{label}*)"
-        return f"2-hop: question → *{corpus[anchor].title}* → this page{named}"
+        names = "" if label == corpus[row].title else f" (it names *{label}*)"
+        route = {"hops": 2, "kind": "bridge", "via": corpus[anchor].title,
+                 "via_id": corpus[anchor].id, "entity": label}  # fmt: skip
+        return f"2-hop: question → *{corpus[anchor].title}* → this page{names}", route
     if back is not None:
-        return f"2-hop: question → *{corpus[back].title}* ← this page mentions it"
+        route = {"hops": 2, "kind": "backlink", "via": corpus[back].title,
+                 "via_id": corpus[back].id}  # fmt: skip
+        return f"2-hop: question → *{corpus[back].title}* ← this page mentions it", route
     if x[COL["title_in_query"]] > 0:
-        return f"1-hop: the question names *{corpus[row].title}*"
-    return ""
+        return f"1-hop: the question names *{corpus[row].title}*", named
+    return "", None
 
 
 def _hop(corpus: Any, found: Scored, row: int, x: np.ndarray) -> dict[str, Any] | None:

@@ -256,11 +256,15 @@ def route_of(why: dict[str, Any]) -> Route:
     """How a hit was reached, from its explanation's fields (see :class:`Route`)."""
     path = why.get("path") if isinstance(why.get("path"), str) else ""
     kind, via = "none", None
-    for pattern, name in _PATHS:
-        m = pattern.match(path)
-        if m:
-            kind, via = name, m.groupdict().get("via")
-            break
+    route = why.get("route")
+    if isinstance(route, dict) and isinstance(route.get("kind"), str):  # the default's data
+        kind, via = route["kind"], route.get("via")
+    else:  # an explanation without it (older servers' JSON): its sentence
+        for pattern, name in _PATHS:
+            m = pattern.match(path)
+            if m:
+                kind, via = name, m.groupdict().get("via")
+                break
     if isinstance(why.get("query_entities"), list):
         nodes, node_kind = [str(e) for e in why["query_entities"]], "entity"
     elif isinstance(why.get("via_entities"), list):  # the graph methods
