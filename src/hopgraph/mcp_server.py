@@ -34,6 +34,7 @@ from hopgraph import __version__
 from hopgraph.errors import HopgraphError
 from hopgraph.filters import FILTER_OPERATORS
 from hopgraph.index import Index
+from hopgraph.jsonable import jsonable
 from hopgraph.retrieve import get_retriever, list_methods, method_class
 from hopgraph.retrieve.base import DEFAULT_METHOD, Retriever, method_parts
 
@@ -151,7 +152,7 @@ class IndexTools:
                     text=p.text,
                     score=score if math.isfinite(score) else None,
                     rank=rank,
-                    metadata=_plain(p.metadata),
+                    metadata=jsonable(p.metadata),
                     why=_why_line(why),
                 )
             )
@@ -162,7 +163,7 @@ class IndexTools:
         if id not in corpus:
             raise ToolError(f"no passage with id {id!r} in this index (ids come from search hits)")
         p = corpus.get(id)
-        return PassageResult(id=p.id, title=p.title, text=p.text, metadata=_plain(p.metadata))
+        return PassageResult(id=p.id, title=p.title, text=p.text, metadata=jsonable(p.metadata))
 
 
 def create_server(tools: IndexTools) -> MCPServer:
@@ -262,25 +263,7 @@ def _why_line(why: Mapping[str, Any]) -> str:
 def _short_value(v: Any) -> str:
     if isinstance(v, float | np.floating):
         return f"{float(v):.4g}"
-    return str(_plain(v))
-
-
-def _plain(value: Any) -> Any:
-    """``value`` made JSON: numpy scalars and arrays plain, tuples lists, non-finite floats
-    None, anything else its str (metadata and explanations may carry any of these)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
+    return str(jsonable(v))
 
 
 @contextmanager

@@ -45,6 +45,7 @@ from hopgraph.errors import (
     UpdateError,
 )
 from hopgraph.filters import validate_filter
+from hopgraph.jsonable import jsonable
 from hopgraph.retrieve import list_methods, method_class
 from hopgraph.retrieve.base import DEFAULT_METHOD, Retriever, method_parts
 from hopgraph.retrieve.ranking import Ranking
@@ -58,7 +59,7 @@ from hopgraph.serve.multi import IndexRegistry, RegistryError, api_error, indexe
 from hopgraph.serve.problems import ApiError, install_error_handlers
 from hopgraph.serve.process import configured
 from hopgraph.serve.settings import SERVER_ONLY_PARAMS, Settings
-from hopgraph.serve.state import RequestError, ServedIndex, Snapshot, jsonable
+from hopgraph.serve.state import RequestError, ServedIndex, Snapshot
 
 DESCRIPTION = """Multi-hop retrieval over one hopgraph index folder, with live updates.
 

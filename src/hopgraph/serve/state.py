@@ -32,8 +32,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from hopgraph.atomic import WriterRole, writer_lock
 from hopgraph.config import make_options
 from hopgraph.corpus import Passage
@@ -362,21 +360,3 @@ class ServedIndex:
 
 def _params_key(params: Any) -> str:
     return json.dumps(asdict(params), sort_keys=True, default=str)
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` with numpy scalars and arrays made plain, tuples made lists and non-finite
-    floats made None: explanations and parameters as JSON can carry them."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
