@@ -134,6 +134,7 @@ class ComposedRetriever(Retriever):
     similarity ranks them. Only those candidates' vectors are touched."""
 
     name = "composed"
+    filters_natively = True  # BM25 candidates drawn from the matching passages
     Params = ComposedParams
     requires = ("sparse", "dense")
     uses_dense = True
@@ -148,6 +149,7 @@ class ComposedRetriever(Retriever):
             qvec,
             max(k * p.c, p.min_candidates),
             k,
+            allowed=allowed_rows(),
         )
         return self._ranking(
             query,

@@ -26,7 +26,13 @@ from hopgraph.graph.cohesion import (
 )
 from hopgraph.graph.ppr import ppr_power
 from hopgraph.index import Index
-from hopgraph.retrieve.base import Retriever, get_retriever, method_parts, register_method
+from hopgraph.retrieve.base import (
+    Retriever,
+    allowed_rows,
+    get_retriever,
+    method_parts,
+    register_method,
+)
 from hopgraph.retrieve.ranking import Ranking, top_k
 
 
@@ -83,6 +89,9 @@ def candidate_graph(index: Index, params: GraphERParams, r: Ranking) -> Candidat
 class _GraphERRetriever(Retriever):
     Params = GraphERParams
     requires = ("sparse", "dense", "links")  # with the default base; see parts_for
+    # the base draws candidates from the matching passages (when it filters natively); the
+    # candidate graph is then smoothed over those, and only matching candidates are ranked
+    filters_natively = True
 
     @classmethod
     def parts_for(cls, params: GraphERParams) -> tuple[str, ...]:
@@ -113,6 +122,10 @@ class _GraphERRetriever(Retriever):
         scores = self.rerank(g, qvec)
         t3 = time.perf_counter()
         order = top_k(scores, k)
+        allowed = allowed_rows()
+        if allowed is not None:  # a base that does not filter: its matching candidates only
+            keep = allowed[g.rows]
+            order = top_k(np.where(keep, scores, -np.inf), min(k, int(keep.sum())))
         info = {
             "candidates": int(len(g.rows)),
             "edges": int(np.count_nonzero(g.adjacency)) // 2,

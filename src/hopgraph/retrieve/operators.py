@@ -91,12 +91,13 @@ def composed_search(
     candidates: int,
     k: int,
     bm25_weight: float = 0.0,
+    allowed: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """GRIEVER's composed retrieval (§4.2.2): BM25 picks ``candidates`` passages, their cosine
-    with ``qvec`` ranks them (plus ``bm25_weight`` × their BM25 / the best one's, when given).
-    Returns the top-``k`` rows, their cosines and BM25 positions (0-based), and how many BM25
-    candidates there were."""
-    cand, lex = lexical_search(sparse, query, candidates)
+    """GRIEVER's composed retrieval (§4.2.2): BM25 picks ``candidates`` passages (among the
+    ``allowed`` rows when given), their cosine with ``qvec`` ranks them (plus ``bm25_weight`` ×
+    their BM25 / the best one's, when given). Returns the top-``k`` rows, their cosines and BM25
+    positions (0-based), and how many BM25 candidates there were."""
+    cand, lex = lexical_search(sparse, query, candidates, allowed)
     sims = dense.scores_for(qvec, cand)
     rank = sims + bm25_weight * max_normalize(lex) if bm25_weight else sims
     order = top_k(rank, k)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hopgraph.config import in_unit_interval, option, positive
-from hopgraph.retrieve.base import Retriever, allowed_rows, register_method
+from hopgraph.retrieve.base import Retriever, allowed_rows, masked, register_method
 from hopgraph.retrieve.operators import lexical_search
 from hopgraph.retrieve.ranking import Ranking, top_k
 
@@ -61,6 +61,7 @@ class RM3Retriever(Retriever):
     top ``fb_terms`` terms L1-normalised, interpolated with the (L1-normalised) query."""
 
     name = "bm25_rm3"
+    filters_natively = True  # feedback from every passage, the matching ones ranked
     Params = RM3Params
     summary = "BM25 with RM3 pseudo-relevance feedback"
 
@@ -81,7 +82,7 @@ class RM3Retriever(Retriever):
         ids = np.fromiter(weights.keys(), dtype=np.int64, count=len(weights))
         ws = np.fromiter(weights.values(), dtype=np.float64, count=len(weights))
         scores = sparse.weighted_scores(ids, ws)
-        rows = top_k(scores, k, positive_only=True)
+        rows = top_k(masked(scores, allowed_rows(), 0.0), k, positive_only=True)
         terms = sparse.id_to_term()
         expansion = {terms[t]: round(w, 4) for t, w in sorted(fb.items(), key=lambda x: -x[1])}
         return self._ranking(
