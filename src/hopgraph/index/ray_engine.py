@@ -199,7 +199,12 @@ def _run_window(
         SegmentMaker,
         batch_size=1,
         batch_format="numpy",
-        compute=ray.data.ActorPoolStrategy(size=min(workers, len(items))),
+        # one batch at a time per actor: a batch is minutes of work, and with Ray's default of
+        # several in flight an actor that starts first can queue every batch of a small window
+        # while the others are still loading (seen: all 4 batches of a test on one node)
+        compute=ray.data.ActorPoolStrategy(
+            size=min(workers, len(items)), max_tasks_in_flight_per_actor=1
+        ),
         num_cpus=cpus,
         fn_constructor_kwargs=kwargs,
     )
