@@ -160,3 +160,20 @@ def test_concurrent_encodes_on_one_session_give_the_sequential_vectors(onnx_cach
         got = np.stack(list(pool.map(emb.encode_query, texts)))
     np.testing.assert_array_equal(got, want)
     assert peak == 2  # two at once, never more
+
+
+def test_memory_arena_is_a_setting_and_changes_no_vector(onnx_cache, monkeypatch):
+    """$HOPGRAPH_ORT_ARENA=0 (what hopgraph serve sets) builds the session without ONNX
+    Runtime's CPU memory arena; the vectors are the same bit for bit."""
+    folder = onnx_backend.ensure_exported(resolve_model("all-MiniLM-L6-v2"))
+    monkeypatch.delenv("HOPGRAPH_ORT_ARENA", raising=False)
+    with_arena = onnx_backend.OnnxEncoder(folder, max_seq_length=256)
+    monkeypatch.setenv("HOPGRAPH_ORT_ARENA", "0")
+    without = onnx_backend.OnnxEncoder(folder, max_seq_length=256)
+    assert with_arena.session.get_session_options().enable_cpu_mem_arena is True
+    assert without.session.get_session_options().enable_cpu_mem_arena is False
+    given = onnx_backend.OnnxEncoder(folder, max_seq_length=256, arena=True)
+    assert given.session.get_session_options().enable_cpu_mem_arena is True
+    np.testing.assert_array_equal(without.encode(TEXTS, batch_size=2), with_arena.encode(TEXTS, 2))
+    for text in TEXTS:
+        np.testing.assert_array_equal(without.encode([text]), with_arena.encode([text]))

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
@@ -629,6 +630,8 @@ def test_cli_serve_answers_over_http(index_dir):
         n = proc_info["cores"]
         assert proc_info["encoder_sessions"] == n and proc_info["onnx_threads"] == 1
         assert proc_info["blas_threads"] == 1 and proc_info["malloc_arena_max"] == 2
+        assert proc_info["onnx_memory_arena"] is False and proc_info["lightgbm_lean"] is True
+        assert proc_info["malloc_trim"] is sys.platform.startswith("linux")
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -679,6 +682,89 @@ def test_updates_are_deltas_merged_in_the_background_while_searches_go_on(index_
         assert hits == served == ["z2"]
     finally:
         state.close()
+
+
+def test_memory_is_given_back_after_each_published_generation(index_dir, monkeypatch):
+    """An update, a compaction and a reload of another process's commit each publish a new
+    generation, then call release_memory (malloc_trim in a server): the generation it sees is
+    the new one, and the update's own references to the previous one are gone."""
+    import gc
+    import weakref
+
+    import hopgraph.serve.state as state_module
+    from hopgraph.index.store import DeltaPolicy
+
+    state = ServedIndex(index_dir, Settings(reload_interval=0))
+    reader = ServedIndex(index_dir, Settings(reload_interval=0, role="reader"))
+    seen: list[tuple[str, int, bool]] = []
+    previous: list[weakref.ref] = []
+
+    def release() -> bool:
+        served = reader if threading.current_thread().name == "reload" else state
+        gc.collect()
+        freed = all(ref() is None for ref in previous)
+        seen.append((threading.current_thread().name, served.snapshot.generation, freed))
+        return True
+
+    monkeypatch.setattr(state_module, "release_memory", release)
+    try:
+        state.snapshot.index.policy = DeltaPolicy(max_deltas=2, max_share=1.0, min_rows=10**6)
+        previous.append(weakref.ref(state.snapshot))
+        state.update(add=[Passage("z0", "Zebra", "Zebra on the savanna.")])
+        assert seen == [("MainThread", 1, True)]
+        previous[:] = [weakref.ref(state.snapshot)]
+        state.update(add=[Passage("z1", "Zebra", "Zebra in the zoo.")])
+        state.update(delete=["z0"])  # the third delta: merged by a background compaction
+        assert state._compactor is not None
+        state._compactor.join(timeout=60)
+        assert [s[:2] for s in seen] == [
+            ("MainThread", 1),
+            ("MainThread", 2),
+            ("MainThread", 3),
+            ("hopgraph-compact", 3),
+        ]
+        assert seen[1][2] and state.snapshot.index.deltas == []
+        previous.clear()
+        t = threading.Thread(target=reader.reload_if_changed, name="reload")
+        t.start()
+        t.join()
+        assert seen[-1][:2] == ("reload", 3) and len(seen) == 5
+    finally:
+        reader.close()
+        state.close()
+
+
+def test_configure_serving_sets_the_memory_settings():
+    """In a fresh process: lightgbm loaded without scikit-learn and pandas (which still import
+    afterwards), the ranker scoring as it does with them, ONNX Runtime's arena off, and
+    release_memory trimming malloc's heaps (glibc)."""
+    script = """
+import json, os, sys
+import numpy as np
+from hopgraph.serve.process import configure_serving, release_memory
+before = release_memory()
+info = configure_serving()
+from hopgraph.models.ranker import load_ranker
+ranker = load_ranker().for_kind("entity_titles")
+X = np.random.default_rng(0).random((50, len(ranker.features)))
+scores = ranker.score(X).tolist()
+loaded = sorted(m for m in ("sklearn", "pandas") if m in sys.modules)
+import pandas, sklearn  # still importable
+print(json.dumps({"info": info, "before": before, "after": release_memory(), "loaded": loaded,
+                  "arena": os.environ["HOPGRAPH_ORT_ARENA"], "scores": scores}))
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["info"]["lightgbm_lean"] is True and out["loaded"] == []
+    assert out["arena"] == "0" and out["info"]["onnx_memory_arena"] is False
+    assert out["before"] is False  # nothing is trimmed unless a server asked for it
+    if sys.platform.startswith("linux"):
+        assert out["info"]["malloc_trim"] is True and out["after"] is True
+    from hopgraph.models.ranker import load_ranker
+
+    ranker = load_ranker().for_kind("entity_titles")
+    X = np.random.default_rng(0).random((50, len(ranker.features)))
+    assert out["scores"] == ranker.score(X).tolist()  # same predictions as with sklearn loaded
 
 
 def test_a_search_past_the_time_limit_answers_503_and_the_server_goes_on(index_dir):

@@ -372,6 +372,14 @@ def _check_against_torch(st: Any, folder: Path, meta: dict[str, Any], name: str)
         )
 
 
+def memory_arena() -> bool:
+    """Whether ONNX Runtime sessions keep a CPU memory arena: ``$HOPGRAPH_ORT_ARENA`` ("0" or
+    "1"), else on (ONNX Runtime's default). The arena keeps the largest activations any run
+    needed, per session, for good; off, each run allocates and frees its own (the same vectors,
+    bit for bit; ``hopgraph serve`` turns it off, see :mod:`hopgraph.serve.process`)."""
+    return os.environ.get("HOPGRAPH_ORT_ARENA", "1").strip() != "0"
+
+
 def _cpu_count() -> int:
     """Threads for ONNX Runtime: ``$HOPGRAPH_THREADS`` when set (a Ray actor sets it to its
     CPUs), else the cores this process may run on."""
@@ -394,6 +402,7 @@ class OnnxEncoder:
         max_seq_length: int | None,
         meta: dict[str, Any] | None = None,
         threads: int | None = None,
+        arena: bool | None = None,
     ):
         ort = require_onnxruntime()
         from tokenizers import Tokenizer
@@ -405,6 +414,7 @@ class OnnxEncoder:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = threads or _cpu_count()
         options.inter_op_num_threads = 1
+        options.enable_cpu_mem_arena = memory_arena() if arena is None else arena
         self.session = ort.InferenceSession(
             str(self.folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
         )

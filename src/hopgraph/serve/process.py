@@ -4,8 +4,21 @@ On 2 cores, 16 clients otherwise oversubscribe the CPU: each ONNX session runs a
 intra-op threads as there are cores, OpenBLAS keeps its own spinning threads, and glibc gives
 every thread that allocates its own malloc arena, so RSS grows with the number of threads
 (docs/benchmarks.md: 625–655 MB under 8 clients with updates, 385–425 MB with
-MALLOC_ARENA_MAX=2 set by hand). `hopgraph serve` calls :func:`configure_serving` first; what it
-set is reported by ``GET /info`` under ``process``.
+MALLOC_ARENA_MAX=2 set by hand).
+
+Memory (docs/benchmarks.md, "The default method under load, with updates": the HotpotQA
+default index under 8–16 clients and updates, 552–605 MB before these, 432–461 MB after):
+
+- lightgbm is imported without the scikit-learn and pandas it loads when they are installed
+  (~130 MB; the ranker only calls ``Booster.predict`` on numpy arrays);
+- ONNX Runtime runs without its CPU memory arena (``$HOPGRAPH_ORT_ARENA=0``), which kept the
+  largest activations any encode needed for good: the same vectors bit for bit, the same
+  speed for one query;
+- :func:`release_memory` (glibc's ``malloc_trim``) gives the pages an update freed back to the
+  system after each new generation is published.
+
+`hopgraph serve` calls :func:`configure_serving` first; what it set is reported by
+``GET /info`` under ``process``.
 """
 
 from __future__ import annotations
@@ -16,7 +29,12 @@ import sys
 from typing import Any
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
+# lightgbm's compat module imports these when they are installed (scikit-learn pulls in
+# scipy.stats, pandas its own world: ~130 MB resident); a server only calls Booster.predict
+# on numpy arrays, which needs none of them
+LIGHTGBM_EXTRAS = ("sklearn", "pandas", "pyarrow", "dask", "matplotlib", "graphviz")
 _CONFIGURED: dict[str, Any] = {}
+_TRIM: Any = None  # glibc's malloc_trim once configure_serving turned trimming on
 
 
 def cores() -> int:
@@ -26,11 +44,16 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def configure_serving(encoder_sessions: int | None = None, arena_max: int = 2) -> dict[str, Any]:
-    """Pin thread counts and bound malloc arenas for a serving process: up to
-    ``encoder_sessions`` (default: the cores) query encodes at once, each ONNX run on
-    cores / sessions threads; BLAS on one thread; at most ``arena_max`` malloc arenas
-    (glibc). Settings already in the environment win. Returns what was set."""
+def configure_serving(
+    encoder_sessions: int | None = None, arena_max: int = 2, trim: bool = True
+) -> dict[str, Any]:
+    """Pin thread counts and bound memory for a serving process: up to ``encoder_sessions``
+    (default: the cores) query encodes at once, each ONNX run on cores / sessions threads,
+    without ONNX Runtime's memory arena; BLAS on one thread; at most ``arena_max`` malloc
+    arenas (glibc); lightgbm imported without scikit-learn and pandas; with ``trim``,
+    :func:`release_memory` returns malloc's free pages to the system (the server calls it
+    after each new generation is published). Settings already in the environment win.
+    Returns what was set."""
     n = cores()
     sessions = max(1, encoder_sessions or n)
     os.environ.setdefault("HOPGRAPH_ENCODER_SESSIONS", str(sessions))
@@ -38,24 +61,76 @@ def configure_serving(encoder_sessions: int | None = None, arena_max: int = 2) -
     from hopgraph.index.dense import single_threaded_blas
 
     single_threaded_blas()
+    os.environ.setdefault("HOPGRAPH_ORT_ARENA", "0")
+    lean = import_lightgbm_lean()
     arenas = None
-    if sys.platform.startswith("linux") and "MALLOC_ARENA_MAX" not in os.environ:
+    libc = _libc()
+    if libc is not None and "MALLOC_ARENA_MAX" not in os.environ:
         try:
-            libc = ctypes.CDLL("libc.so.6")
             if libc.mallopt(M_ARENA_MAX, int(arena_max)) == 1:
                 arenas = int(arena_max)
-        except (OSError, AttributeError):
+        except AttributeError:
             arenas = None
     elif "MALLOC_ARENA_MAX" in os.environ:
         arenas = int(os.environ["MALLOC_ARENA_MAX"])
+    global _TRIM
+    _TRIM = getattr(libc, "malloc_trim", None) if trim and libc is not None else None
     _CONFIGURED.update(
         cores=n,
         encoder_sessions=int(os.environ["HOPGRAPH_ENCODER_SESSIONS"]),
         onnx_threads=int(os.environ["HOPGRAPH_THREADS"]),
         blas_threads=1,
         malloc_arena_max=arenas,
+        onnx_memory_arena=os.environ["HOPGRAPH_ORT_ARENA"] != "0",
+        lightgbm_lean=lean,
+        malloc_trim=_TRIM is not None,
     )
     return dict(_CONFIGURED)
+
+
+def _libc() -> Any:
+    """glibc, or None (another platform or C library)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt  # noqa: B018 - glibc's, not another libc.so.6
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def release_memory() -> bool:
+    """Give the free pages of every malloc arena back to the system (glibc's
+    ``malloc_trim(0)``, 1–4 ms on a served HotpotQA index); a no-op returning False unless
+    :func:`configure_serving` turned it on. An update frees the previous generation's
+    structures and its own temporaries, and glibc otherwise keeps those pages: 35–56 MB per
+    update on HotpotQA (docs/benchmarks.md, issue 21)."""
+    if _TRIM is None:
+        return False
+    _TRIM(0)
+    return True
+
+
+def import_lightgbm_lean() -> bool:
+    """Import lightgbm with its optional integrations (:data:`LIGHTGBM_EXTRAS`) hidden, so
+    that it does not load them; True if it did. Nothing changes when lightgbm is already
+    imported or missing; the hidden packages import as usual afterwards (lightgbm's own
+    scikit-learn estimators stay unavailable in this process: a server does not train)."""
+    if "lightgbm" in sys.modules:
+        return False
+    hidden = [name for name in LIGHTGBM_EXTRAS if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment] # makes `import name` fail
+    try:
+        import lightgbm  # noqa: F401
+    except ImportError:
+        return False
+    finally:
+        for name in hidden:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+    return True
 
 
 def configured() -> dict[str, Any]:

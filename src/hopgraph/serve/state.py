@@ -41,6 +41,7 @@ from hopgraph.index.store import manifest_digest, missing_parts_message
 from hopgraph.retrieve import method_class
 from hopgraph.retrieve.base import Retriever, resolve_method_name
 from hopgraph.serve.bounds import over_bound
+from hopgraph.serve.process import release_memory
 from hopgraph.serve.settings import SERVER_ONLY_PARAMS, Settings
 
 log = logging.getLogger("hopgraph.serve")
@@ -211,6 +212,8 @@ class ServedIndex:
             snap = self._snapshot(index)
             self._warm(snap, old.retrievers.entries())
             self.snapshot = snap
+        del old
+        release_memory()
         log.info(
             "generation %d loaded from %s (%d passages)", snap.generation, self.path, len(index)
         )
@@ -302,6 +305,8 @@ class ServedIndex:
             self._warm(snap, old.retrievers.entries())
             self.snapshot = snap  # the single publishing assignment
             seconds = time.perf_counter() - t0
+        del old, base, new  # the previous generation is freed once its searches end
+        release_memory()  # malloc keeps the pages of what the update freed unless told
         log.info(
             "generation %d: +%d -%d passages (%d now) in %.2fs",
             snap.generation, len(add), len(delete), len(loaded), seconds,
@@ -335,6 +340,8 @@ class ServedIndex:
                 snap = self._snapshot(Index.load(self.path, verify=False))
                 self._warm(snap, old.retrievers.entries())
                 self.snapshot = snap
+            del old
+            release_memory()
             log.info(
                 "generation %d compacted into a new base in %.2fs",
                 snap.generation, time.perf_counter() - t0,
