@@ -340,7 +340,7 @@ def test_health_and_info(client):
     assert info["limits"] == {
         "max_query_chars": 2000, "max_body_bytes": 10 * 1024 * 1024, "max_k": 1000,
         "max_batch": 64, "max_add": 1000, "max_delete": 10_000, "max_cached_retrievers": 32,
-        "max_search_seconds": 30.0,
+        "max_search_seconds": 30.0, "max_filter_conditions": 256, "max_filter_in_values": 10_000,
     }  # fmt: skip
     methods = {m["name"]: m for m in info["methods"]}
     assert methods["bm25"]["available"] and methods["bm25"]["parts"] == ["sparse"]

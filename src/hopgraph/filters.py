@@ -44,6 +44,8 @@ _LOGICAL = ("$and", "$or", "$not")
 _RANGE = {"$gt": np.greater, "$gte": np.greater_equal, "$lt": np.less, "$lte": np.less_equal}
 MAX_FILTER_TERMS = 256
 """More conditions than this in one filter are refused (a filter is not a query language)."""
+MAX_IN_VALUES = 10_000
+"""The most values one ``$in`` / ``$nin`` list may hold."""
 
 
 # --------------------------------------------------------------------------- parsing
@@ -109,8 +111,8 @@ def _cond(field: str, op: Any, value: Any, where: str, count: list[int]) -> _Con
     if op in ("$in", "$nin"):
         if not isinstance(value, list):
             raise ConfigError(f"{where}.{op} takes a list of values, got {value!r}")
-        if len(value) > 10_000:
-            raise ConfigError(f"{where}.{op}: at most 10000 values")
+        if len(value) > MAX_IN_VALUES:
+            raise ConfigError(f"{where}.{op}: at most {MAX_IN_VALUES} values")
         return _Cond(field, op, tuple(value))
     if op in _RANGE:
         if not _is_number(value) and not isinstance(value, str):

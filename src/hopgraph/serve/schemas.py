@@ -177,7 +177,9 @@ class Info(BaseModel):
     process: dict[str, Any] = Field(
         default_factory=dict,
         description="what `hopgraph serve` set for its process: cores, encoder sessions, ONNX "
-        "and BLAS threads, malloc arenas (empty when the app was created another way)",
+        "and BLAS threads, malloc arenas, whether ONNX Runtime keeps its memory arena, whether "
+        "lightgbm was imported without its optional integrations, whether malloc_trim runs "
+        "after each published generation (empty when the app was created another way)",
     )
 
 

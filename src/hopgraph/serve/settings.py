@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hopgraph.errors import ConfigError
+from hopgraph.filters import MAX_FILTER_TERMS, MAX_IN_VALUES
 
 # Parameters a client may not choose: they name files or models the server would load. The
 # operator sets them with ``hopgraph serve --set METHOD.model=FOLDER``.
@@ -85,4 +86,8 @@ class Settings:
         d = asdict(self)
         if not self.indexes_dir:
             d = {k: v for k, v in d.items() if k not in MULTI_LIMITS}
-        return {k: v for k, v in d.items() if k.startswith("max_")}
+        out = {k: v for k, v in d.items() if k.startswith("max_")}
+        # fixed by the filter language itself (hopgraph.filters), the same on every server
+        out["max_filter_conditions"] = MAX_FILTER_TERMS
+        out["max_filter_in_values"] = MAX_IN_VALUES
+        return out
