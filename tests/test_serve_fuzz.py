@@ -20,11 +20,14 @@ from hopgraph.serve import Settings, create_app
 
 ROUTES = [
     ("POST", "/search"), ("POST", "/search/batch"), ("POST", "/passages"),
-    ("POST", "/passages/delete"), ("GET", "/health"), ("GET", "/info"),
+    ("POST", "/passages/delete"), ("GET", "/health"), ("GET", "/info"), ("GET", "/"),
+    ("GET", "/indexes"), ("POST", "/indexes"), ("POST", "/indexes/one/search"),
+    ("POST", "/indexes/one/passages"), ("POST", "/indexes/one/passages/delete"),
+    ("GET", "/indexes/one/info"), ("DELETE", "/indexes/one"), ("DELETE", "/indexes/nope"),
 ]  # fmt: skip
 FIELDS = [
     "query", "queries", "method", "k", "params", "explain", "passages", "ids", "id", "title",
-    "text", "metadata",
+    "text", "metadata", "filter", "name", "parts",
 ]  # fmt: skip
 METHODS = ["bm25", "bm25_rm3", "tfidf_graph", "dense", "rrf", "graph", "nope", ""]
 CONTENT_TYPES = [
@@ -106,6 +109,39 @@ delete_requests = st.tuples(
         lambda ids, a: encode({"ids": ids}, a), st.lists(passage_ids, max_size=3), st.booleans()
     ),
 )
+filters = json_values | st.dictionaries(
+    st.sampled_from(["year", "lang", "$or", "$and", "$not", "a.b"]),
+    json_values | st.dictionaries(st.sampled_from(["$eq", "$in", "$gt", "$x"]), json_values),
+    max_size=3,
+)
+filtered_searches = st.tuples(
+    st.sampled_from([("POST", "/search"), ("POST", "/search/batch")]),
+    st.builds(
+        lambda q, f, a: encode({"query": q, "queries": [q], "filter": f}, a),
+        texts,
+        filters,
+        st.booleans(),
+    ),
+)
+index_names = st.sampled_from(["one", "two", "../x", "", "a" * 70, ".h", "x/y"]) | segments
+create_requests = st.tuples(
+    st.just(("POST", "/indexes")),
+    st.builds(
+        lambda n, ps, a: encode({"name": n, "passages": ps, "parts": ["sparse"]}, a),
+        index_names,
+        passage_bodies,
+        st.booleans(),
+    ),
+)
+page_requests = st.tuples(
+    st.sampled_from(["GET", "HEAD"]),
+    st.builds(
+        lambda q, k, m: f"/?q={quote(q, safe='')}&k={quote(k, safe='')}&method={quote(m)}",
+        st.text(st.characters(exclude_categories=("Cs",)), max_size=30),
+        st.sampled_from(["3", "0", "-1", "x", "99999", ""]),
+        st.sampled_from(METHODS),
+    ),
+)
 other_routes = st.one_of(
     st.sampled_from(ROUTES),
     st.tuples(
@@ -123,6 +159,9 @@ requests = st.one_of(
     st.tuples(st.sampled_from(ROUTES), bodies),
     add_requests,
     delete_requests,
+    filtered_searches,
+    create_requests,
+    st.tuples(page_requests, st.just(b"")),
     st.tuples(other_routes, bodies),
 )
 
@@ -136,6 +175,9 @@ def index_dir(tmp_path, demo_dataset):
 
 def check_error_shape(r) -> None:
     if r.status_code >= 400 and r.request.method != "HEAD":
+        if r.headers.get("content-type", "").startswith("text/html"):  # the search page
+            assert "<html" in r.text and "error" in r.text.lower()
+            return
         error = r.json()["error"]
         assert isinstance(error["type"], str) and isinstance(error["message"], str)
 
@@ -154,7 +196,8 @@ def test_random_requests_never_get_a_500(index_dir, demo_dataset, token):
     from hopgraph.serve.auth import is_write
 
     expected = {p.id: p.text for p in demo_dataset.corpus}
-    limits = replace(LIMITS, token=token)
+    named = index_dir.parent / "named"  # several indexes: created and dropped at random
+    limits = replace(LIMITS, token=token, indexes_dir=str(named), max_indexes=3, max_create=5)
     client = TestClient(create_app(str(index_dir), limits), raise_server_exceptions=False)
     statuses: dict[int, int] = {}
 
@@ -179,13 +222,13 @@ def test_random_requests_never_get_a_500(index_dir, demo_dataset, token):
             assert r.status_code == 401, (method, path, auth, r.status_code)
         check_error_shape(r)
         # keep the model of the corpus in step with the updates the server accepted
-        if r.status_code == 201:
+        if r.status_code == 201 and path == "/passages":  # not a named index's
             for p in json.loads(body)["passages"]:
                 expected[p["id"]] = p["text"]
         elif r.status_code == 200 and method == "POST" and path == "/passages/delete":
             for i in set(json.loads(body)["ids"]):
                 expected.pop(i)
-        elif r.status_code == 200 and method == "DELETE":
+        elif r.status_code == 200 and method == "DELETE" and path.startswith("/passages/"):
             expected.pop(r.request.url.path.removeprefix("/passages/"))
         assert client.get("/health").status_code == 200
 
