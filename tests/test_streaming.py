@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -235,3 +236,27 @@ def test_a_loaded_index_reads_its_own_passages_after_the_folder_is_replaced(tmp_
     Index.build(second, ["sparse"], progress=False).save(tmp_path / "ix")
     assert list(loaded.corpus) == list(first) and loaded.corpus[4] == first[4]
     assert list(Index.load(tmp_path / "ix").corpus) == list(second)
+
+
+def test_resume_sees_documents_changed_in_subfolders_not_its_own_output(tmp_path):
+    """A folder of documents may nest them: a file changed in a subfolder makes the plan
+    differ; the index being built inside the corpus folder does not."""
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    for i in range(6):
+        where = docs / "sub" if i % 2 else docs
+        (where / f"d{i}.txt").write_text(f"Document {i} is about the river Velmora {i}.\n")
+    out = docs / "ix"  # inside the corpus folder
+    with pytest.raises(KeyboardInterrupt):
+        build_index(docs, out, ["sparse"], batch_size=2, progress=False,
+                    log=_interrupt_at("merging"))  # fmt: skip
+    (docs / "sub" / "d1.txt").write_text("Document 1 changed while the build was stopped.\n")
+    with pytest.raises(PartialBuildError, match="source_stat"):
+        build_index(docs, out, ["sparse"], batch_size=2, resume=True, progress=False)
+    (docs / "sub" / "d1.txt").unlink()
+    shutil.rmtree(partial_folder(out))
+    with pytest.raises(KeyboardInterrupt):
+        build_index(docs, out, ["sparse"], batch_size=2, progress=False,
+                    log=_interrupt_at("merging"))  # fmt: skip
+    ix = build_index(docs, out, ["sparse"], batch_size=2, resume=True, progress=False)
+    assert len(ix) == 5

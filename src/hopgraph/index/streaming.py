@@ -115,7 +115,7 @@ def build_index(
         "plan_version": PLAN_VERSION,
         "hopgraph_version": __version__,
         "source": str(Path(source).resolve()),
-        "source_stat": _fingerprint(Path(source)),
+        "source_stat": _fingerprint(Path(source), skip=(out, work)),
         "format": fmt,
         "chunk_words": chunk_words,
         "parts": names,
@@ -364,12 +364,26 @@ def _segment_rows(folder: Path) -> int:
     return hi - lo
 
 
-def _fingerprint(path: Path) -> list[Any]:
-    """Size and modification time of the corpus file(s): a changed corpus cannot resume."""
+def _fingerprint(path: Path, skip: tuple[Path, ...] = ()) -> list[Any]:
+    """Size and modification time of the corpus file(s), in subfolders too (a folder of
+    documents may nest them), except hidden ones and the folders in ``skip`` (the index being
+    built, when it is written inside the corpus folder): a changed corpus cannot resume."""
     path = path.resolve()
-    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    if path.is_dir():
+        skipped = [s.resolve() for s in skip]
+
+        def kept(p: Path) -> bool:
+            rel = p.relative_to(path).parts
+            return not any(part.startswith(".") for part in rel) and not any(
+                p == s or s in p.parents for s in skipped
+            )
+
+        files = sorted(p for p in path.rglob("*") if p.is_file() and kept(p))
+    else:
+        files = [path]
     out = []
     for f in files:
         st = f.stat()
-        out.append([f.name, st.st_size, st.st_mtime_ns])
+        name = f.relative_to(path).as_posix() if path.is_dir() else f.name
+        out.append([name, st.st_size, st.st_mtime_ns])
     return out
