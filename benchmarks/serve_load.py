@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 import psutil
 
 from hopgraph.cache import index_cache_dir
@@ -59,6 +60,24 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def rss_growth(samples: list[tuple[float, float]]) -> dict[str, float]:
+    """How the server's RSS moved over the second half of a run, from (seconds, MB) samples.
+    RSS saw-tooths by tens of MB within minutes (freed pages go back to the system after each
+    update), so growth compares the mean of the half's first and last quarters, and the slope
+    is a least-squares fit; the half's peak over its first sample (what this reported before,
+    as ``rss_growth_second_half``) measures the saw-tooth, not a trend, and is kept beside."""
+    half = samples[len(samples) // 2 :]
+    t = np.array([x for x, _ in half], dtype=np.float64)
+    m = np.array([y for _, y in half], dtype=np.float64)
+    q = max(1, len(m) // 4)
+    slope = float(np.polyfit(t, m, 1)[0]) * 3600 if len(m) > 1 and np.ptp(t) > 0 else 0.0
+    return {
+        "rss_growth_second_half": round(float(m[-q:].mean() / m[:q].mean() - 1), 4),
+        "rss_slope_mb_per_hour_second_half": round(slope, 2),
+        "rss_peak_over_first_sample_second_half": round(float(m.max() / m[0] - 1), 4),
+    }
 
 
 def start_server(index_dir: Path, port: int) -> subprocess.Popen:
@@ -321,8 +340,7 @@ def main() -> None:
                               if w["from_s"] <= t - t_rss < w["to_s"]]  # fmt: skip
                     w["rss_mb_max"] = max(inside) if inside else None
                 if args.window and len(mb) > 1:  # growth over the second half of the run
-                    half = mb[len(mb) // 2 :]
-                    run["rss_growth_second_half"] = round(max(half) / half[0] - 1, 4)
+                    run.update(rss_growth(rss.samples[start:]))
                 runs.append(run)
                 print(f"{c} clients: {run['throughput_rps']} req/s, {run['errors']} errors",
                       file=sys.stderr)  # fmt: skip
