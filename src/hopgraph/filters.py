@@ -219,9 +219,10 @@ class MetadataTable:
             self._columns[field] = col
         return col
 
-    def mask(self, spec: Any) -> np.ndarray:
-        """Boolean mask of the rows that match filter ``spec`` (kept for the last 64 filters)."""
-        node = validate_filter(spec)
+    def mask(self, spec: Any, node: _Node | None = None) -> np.ndarray:
+        """Boolean mask of the rows that match filter ``spec`` (kept for the last 64 filters);
+        ``node``: ``spec`` already parsed by :func:`validate_filter`."""
+        node = node if node is not None else validate_filter(spec)
         key = json.dumps(spec, sort_keys=True, default=str)
         with self._lock:
             m = self._masks.get(key)
@@ -304,5 +305,5 @@ def matching_rows(corpus: Any, spec: Any) -> np.ndarray | None:
     when there is no filter (``None`` or ``{}``)."""
     if spec is None or spec == {}:
         return None
-    validate_filter(spec)  # a bad filter fails before the metadata is read
-    return metadata_table(corpus).mask(spec)
+    node = validate_filter(spec)  # a bad filter fails before the metadata is read
+    return metadata_table(corpus).mask(spec, node)

@@ -139,18 +139,13 @@ class Retriever(ABC):
             got = self._search_many([queries[i] for i in todo], depth, [qvecs[i] for i in todo])
             short = []
             for i, r in zip(todo, got, strict=True):
-                rows = r.rows if r.rows is not None else self._rows_of(r.ids)
-                keep = allowed[rows]
+                keep = allowed[r.rows]  # every ranking is made by _ranking, with its rows
                 if int(keep.sum()) >= k or len(r.ids) < depth or depth >= n:
                     out[i] = r.restricted(keep, k)
                 else:
                     short.append(i)
             todo, depth = short, min(n, depth * 4)
         return [r for r in out if r is not None]
-
-    def _rows_of(self, ids: list[str]) -> np.ndarray:
-        corpus = self.index.corpus
-        return np.asarray([corpus.position(i) for i in ids], np.int64)
 
     def _search_many(
         self, queries: list[str], k: int, qvecs: Sequence[np.ndarray | None]
