@@ -35,6 +35,7 @@ from hopgraph.eval.metrics import ndcg_at_k, recall_at_k, reciprocal_rank
 from hopgraph.index import Index
 from hopgraph.models.embedder import DEFAULT_EMBEDDER, cpu_has_bf16, resolve_model
 from hopgraph.retrieve import get_retriever
+from hopgraph.training.synthetic import SYNTHETIC_SUFFIX
 
 
 @dataclass
@@ -276,10 +277,14 @@ def train_reranker(
     t0 = time.perf_counter()
     rng = random.Random(config.seed)
     torch.manual_seed(config.seed)
-    order = examples[:]
-    rng.shuffle(order)
-    n_val = max(1, round(len(order) * config.val_fraction))
-    val, train = order[:n_val], order[n_val:]
+    # Validation on real questions (synthetic ones, sources "*-synthetic", only train).
+    real = [e for e in examples if not e.source.endswith(SYNTHETIC_SUFFIX)] or examples[:]
+    rng.shuffle(real)
+    n_val = max(1, round(len(real) * config.val_fraction))
+    val = real[:n_val]
+    held = {id(e) for e in val}
+    train = [e for e in examples if id(e) not in held]
+    rng.shuffle(train)
     model, tok = load_base_model(config)
     bf16 = config.precision == "bf16" or (config.precision == "auto" and cpu_has_bf16())
     groups_per_epoch = sum(len(e.positives) for e in train)
