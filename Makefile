@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.hopgraph-installed
 DATA ?= $(abspath ../shared/data)
 
-.PHONY: install demo test lint bench clean package chromium
+.PHONY: install demo test lint bench clean package chromium reranker
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,18 @@ package: $(STAMP)
 	$(PKG_VENV)/bin/pip install --quiet "$$(ls dist/hopgraph-*.whl)[dense,ner,serve]"
 	cd $(PKG_VENV) && ./bin/hopgraph demo --workdir $(PKG_VENV)/demo
 	@echo "package: the wheel installs in a fresh venv and runs hopgraph demo"
+
+# Rebuild the packaged reranker (src/hopgraph/models/reranker): train a 4-layer MiniLM
+# cross-encoder on the training splits plus synthetic questions from their corpora, then
+# export it as int8 ONNX. About 50 minutes on 2 cores (docs/methods.md, "The packaged reranker").
+RERANKER_WORK ?= $(CURDIR)/build/reranker
+reranker: $(STAMP)
+	HOPGRAPH_CACHE=$${HOPGRAPH_CACHE:-$(CURDIR)/.hopgraph-cache} $(VENV)/bin/hopgraph \
+	    train-reranker hotpotqa_train musique_train scifact:train --data-dir $(DATA) \
+	    --synthetic 3000 --layers 4 --max-length 128 --epochs 2 --base hybrid \
+	    --candidates 30 --seed 0 -o $(RERANKER_WORK)/model --overwrite
+	$(VENV)/bin/hopgraph export-reranker $(RERANKER_WORK)/model \
+	    -o src/hopgraph/models/reranker --overwrite
 
 bench: $(STAMP)
 	$(PY) benchmarks/base.py --data-dir $(DATA)

@@ -693,6 +693,11 @@ def train_gat_cmd(
     help="weight of distillation from the bi-encoder (dense part); 0 = labels only",
 )  # fmt: skip
 @click.option("--max-questions", type=int, default=None, help="at most N questions per dataset")
+@click.option(
+    "--synthetic", default=0, show_default=True, type=click.IntRange(min=0),
+    help="also N synthetic questions made from each dataset's corpus (no LLM; see "
+    "hopgraph.training.synthetic)",
+)  # fmt: skip
 @click.option("--val-fraction", default=0.1, show_default=True, help="questions held out")
 @click.option(
     "--precision", default="auto", show_default=True, type=click.Choice(["auto", "bf16", "fp32"]),
@@ -702,12 +707,13 @@ def train_gat_cmd(
 def train_reranker_cmd(
     datasets, output, model, layers, max_length, epochs, lr, dropout, negatives, random_negatives,
     candidates, base,
-    groups_per_step, distill, max_questions, val_fraction, precision, seed, overwrite, data_dir,
-    index_dir, quiet,
+    groups_per_step, distill, max_questions, synthetic, val_fraction, precision, seed, overwrite,
+    data_dir, index_dir, quiet,
 ) -> None:  # fmt: skip
     """Fine-tune a cross-encoder reranker on DATASETS (each NAME_OR_PATH[:SPLIT], e.g.
     hotpotqa_train musique_train scifact:train; training questions only, never those you
-    evaluate on). Writes a Hugging Face model folder with checkpoints/ of every epoch."""
+    evaluate on), and on --synthetic questions made from their corpora. Validation uses real
+    questions only. Writes a Hugging Face model folder with checkpoints/ of every epoch."""
     from hopgraph.models.embedder import DEFAULT_EMBEDDER
     from hopgraph.retrieve.base import method_parts
     from hopgraph.training.reranker import (
@@ -731,12 +737,15 @@ def train_reranker_cmd(
         raise click.UsageError(f"{out} exists; pass --overwrite to replace it")
     parts = tuple(dict.fromkeys([*method_parts(base), *(["dense"] if distill else [])]))
     examples, sources = [], []
+    from hopgraph.training.synthetic import synthetic_dataset
+
     for split, path, ds in _training_sets(datasets, data_dir, max_questions):
         ix = open_cached_index(ds, path, parts, [], index_dir, not quiet)
-        ex = rerank_examples(ix, ds, config, progress=not quiet)
-        examples += ex
-        sources.append({"dataset": ds.name, "split": split, "questions": len(ex)})
-        click.echo(f"{ds.name}: {len(ex)} questions with gold passages", err=True)
+        for sub in [ds, *([synthetic_dataset(ds, synthetic, seed=seed)] if synthetic else [])]:
+            ex = rerank_examples(ix, sub, config, progress=not quiet)
+            examples += ex
+            sources.append({"dataset": sub.name, "split": split, "questions": len(ex)})
+            click.echo(f"{sub.name}: {len(ex)} questions with gold passages", err=True)
     ckpt = out.parent / f"{out.name}.checkpoints"
     result = train_reranker(examples, config, checkpoints=ckpt, progress=not quiet)
     card = model_card(result, config, sources)
@@ -747,6 +756,21 @@ def train_reranker_cmd(
         f"nDCG@10 {best['ndcg@10']:.3f} vs {base} {base_val['ndcg@10']:.3f}, Recall@10 "
         f"{best['recall@10']:.3f} vs {base_val['recall@10']:.3f}"
     )
+
+
+@cli.command("export-reranker")
+@click.argument("model")
+@click.option("-o", "--output", required=True, type=click.Path(), help="folder to write")
+@click.option("--fp32", is_flag=True, help="keep fp32 weights (default: int8)")
+@click.option("--overwrite", is_flag=True, help="replace OUTPUT")
+def export_reranker_cmd(model, output, fp32, overwrite) -> None:
+    """Write cross-encoder MODEL (a folder from `hopgraph train-reranker`) as an ONNX folder
+    that rerank, gar and fastinsight run without torch (model=OUTPUT); int8 by default."""
+    from hopgraph.models.reranker_onnx import export_cross_encoder
+
+    out = export_cross_encoder(model, output, int8=not fp32, overwrite=overwrite)
+    size = sum(f.stat().st_size for f in out.iterdir()) / 1e6
+    click.echo(f"wrote {out} ({size:.1f} MB)")
 
 
 @cli.group("convert")
