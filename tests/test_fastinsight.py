@@ -252,7 +252,7 @@ def test_rerank_rescores_the_base_top_n(fi_index, demo_dataset, reranker):
 
     q = demo_dataset.questions[0].text
     base = get_retriever(fi_index, "dense").search(q, 20)
-    r = get_retriever(fi_index, "rerank", model=reranker, n=8).search(q, 20)
+    r = get_retriever(fi_index, "rerank", model=reranker, n=8, mix=0.0).search(q, 20)
     assert set(r.ids[:8]) == set(base.ids[:8]) and r.ids[8:] == base.ids[8:]
     ce = load_cross_encoder(reranker)
     rows = [fi_index.corpus.position(i) for i in base.ids[:8]]
@@ -275,10 +275,10 @@ def test_gar_and_fastinsight_spend_the_budget_once(fi_index, demo_dataset, reran
 
 def test_without_expansion_gar_and_fastinsight_are_rerank(fi_index, demo_dataset, reranker):
     q = demo_dataset.questions[2].text
-    rerank = get_retriever(fi_index, "rerank", model=reranker, n=10).search(q, 10)
+    rerank = get_retriever(fi_index, "rerank", model=reranker, n=10, mix=0.0).search(q, 10)
     gar = get_retriever(fi_index, "gar", model=reranker, b_max=10, batch=10).search(q, 10)
     fi = get_retriever(
-        fi_index, "fastinsight", model=reranker, b_max=10, batch=10, alpha=0.0
+        fi_index, "fastinsight", model=reranker, b_max=10, batch=10, alpha=0.0, mix=0.0
     ).search(q, 10)
     assert rerank.ids == gar.ids == fi.ids
     np.testing.assert_allclose(rerank.scores, fi.scores, atol=1e-6)
@@ -291,12 +291,51 @@ def test_granker_uses_the_graph(fi_index, demo_dataset, reranker):
     assert plain.search(q, 30).scores != smooth.search(q, 30).scores
 
 
-def test_cross_encoder_methods_check_their_params(fi_index):
+def test_cross_encoder_methods_run_out_of_the_box(fi_index, demo_dataset):
+    """No model named: the packaged reranker (ONNX, no torch needed) serves all three."""
+    from hopgraph.models.reranker_onnx import OnnxCrossEncoder
+
+    q = demo_dataset.questions[0]
     for method in ("rerank", "gar", "fastinsight"):
-        with pytest.raises(ConfigError, match="model=FOLDER"):
-            get_retriever(fi_index, method)
+        r = get_retriever(fi_index, method)
+        assert isinstance(r.model, OnnxCrossEncoder)
+        assert len(r.search(q.text, 10).ids) == 10
     with pytest.raises(ConfigError, match="cannot load cross-encoder"):
         get_retriever(fi_index, "rerank", model="/no/such/model")
+    for bad in ({"mix": -1}, {"max_length": -1}):
+        with pytest.raises(ConfigError):
+            get_retriever(fi_index, "rerank", **bad)
+    with pytest.raises(ConfigError, match="patience"):
+        get_retriever(fi_index, "fastinsight", patience=-1)
+
+
+def test_fastinsight_stops_early_when_the_top_k_settles(fi_index, demo_dataset, reranker):
+    """patience=1: the loop ends at the first iteration that adds nothing to the top k, so it
+    scores fewer pairs; patience=0 spends the whole budget."""
+    stopped, full = [], []
+    for q in demo_dataset.questions[:6]:
+        early = get_retriever(fi_index, "fastinsight", model=reranker, patience=1, b_max=40)
+        whole = get_retriever(fi_index, "fastinsight", model=reranker, b_max=40)
+        a, b = early.search(q.text, 3), whole.search(q.text, 3)
+        assert b.info["pairs"] == 40 and not b.info["stopped_early"]
+        assert a.info["pairs"] <= 40
+        stopped.append(a.info["stopped_early"])
+        full.append(a.info["pairs"] < b.info["pairs"])
+    assert any(stopped) and stopped == full
+
+
+def test_rerank_mix_interpolates_with_the_base(fi_index, demo_dataset, reranker):
+    """mix=0 is the cross-encoder alone (test_rerank_rescores_the_base_top_n); a huge mix
+    gives back the base's order; the default mix (3) lies between."""
+    from hopgraph.retrieve.fastinsight import FastInsightParams, RerankParams
+
+    assert RerankParams().mix == FastInsightParams().mix == 3.0
+    q = demo_dataset.questions[2].text
+    base = get_retriever(fi_index, "dense").search(q, 20)
+    huge = get_retriever(fi_index, "rerank", model=reranker, n=20, mix=1e6).search(q, 20)
+    assert huge.ids == base.ids
+    zero = get_retriever(fi_index, "rerank", model=reranker, n=20, mix=0.0).search(q, 20)
+    assert zero.ids != base.ids
 
 
 def test_eval_reports_topological_recall(fi_index, demo_dataset, reranker):

@@ -257,3 +257,29 @@ def test_title_words_do_not_keep_their_corpus_alive():
     del corpus
     gc.collect()
     assert ref() is None and len(_TITLE_WORDS) == before - 1
+
+
+def test_rerank_switch_reorders_only_the_top_n(demo_dataset, default_index):
+    """rerank=N: the top N are the same passages, reordered by the mix of the packaged
+    cross-encoder and the ranker; past N nothing moves; scores still descend; a huge
+    rerank_mix gives back the ranker's order."""
+    from hopgraph.models.cross_encoder import load_cross_encoder
+    from hopgraph.retrieve.model_search import zscore
+
+    plain = get_retriever(default_index)
+    switched = get_retriever(default_index, rerank=8, rerank_mix=0.5)
+    ranker_only = get_retriever(default_index, rerank=8, rerank_mix=1e6)
+    ce = load_cross_encoder()
+    moved = 0
+    for q in demo_dataset.questions[:6]:
+        a, b = plain.search(q.text, 20), switched.search(q.text, 20)
+        assert set(a.ids[:8]) == set(b.ids[:8]) and a.ids[8:] == b.ids[8:]
+        assert b.scores == sorted(b.scores, reverse=True)
+        assert ranker_only.search(q.text, 20).ids == a.ids
+        texts = [default_index.corpus.get(i).content for i in a.ids[:8]]
+        want = zscore(ce.score(q.text, texts)) + 0.5 * zscore(np.array(a.scores[:8]))
+        assert b.ids[:8] == [a.ids[i] for i in np.lexsort((np.arange(8), -want))]
+        moved += a.ids != b.ids
+    assert moved  # the cross-encoder changes some order
+    with pytest.raises(ConfigError):
+        get_retriever(default_index, rerank=-1)

@@ -23,18 +23,19 @@ from hopgraph.index import Index
 from hopgraph.models.cross_encoder import load_cross_encoder
 from hopgraph.retrieve.base import Retriever, get_retriever, method_parts, register_method
 from hopgraph.retrieve.graph_search import Frontier, stex
-from hopgraph.retrieve.model_search import PairCache, graph_model_search, model_search
+from hopgraph.retrieve.model_search import (
+    PairCache,
+    graph_model_search,
+    mixed_model_search,
+    sorted_by,
+    zscore,
+)
 from hopgraph.retrieve.ranking import Ranking
 
-MODEL_HELP = "cross-encoder: a model folder (e.g. from `hopgraph train-reranker`) or cached name"
-
-
-def _check_model(model: str) -> None:
-    if not model:
-        raise ConfigError(
-            "this method needs model=FOLDER: a cross-encoder, e.g. one trained with "
-            "`hopgraph train-reranker`"
-        )
+MODEL_HELP = (
+    "cross-encoder: a model folder (from `hopgraph train-reranker` or `export-reranker`) or "
+    "cached name; empty: the packaged default reranker"
+)
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,10 @@ class CrossEncoderParams:
     max_length: int = option(0, "tokens per (query, passage) pair; 0: the model's own setting")
 
     def validate(self) -> None:
-        _check_model(self.model)
         if self.max_length < 0:
             raise ConfigError("max_length must be >= 0")
+        if getattr(self, "mix", 0.0) < 0:
+            raise ConfigError("mix must be >= 0")
         for name in ("n", "batch", "b_max"):
             if hasattr(self, name):
                 positive(name, getattr(self, name))
@@ -57,6 +59,11 @@ class CrossEncoderParams:
 @dataclass(frozen=True)
 class RerankParams(CrossEncoderParams):
     n: int = option(100, "candidates rescored by the cross-encoder (the base's top n)")
+    mix: float = option(
+        3.0,
+        "weight of the base's score beside the cross-encoder's (each z-scored over the n); "
+        "0: the cross-encoder alone",
+    )
 
 
 class _CrossEncoderRetriever(Retriever):
@@ -129,7 +136,7 @@ class RerankRetriever(_CrossEncoderRetriever):
         pos = self.index.corpus.position
         cand = np.array([pos(i) for i in base.ids[: p.n]], np.int64)
         pairs = PairCache(self.model, query, self.index.corpus)
-        rows, scores = model_search(pairs, cand)
+        rows, scores = mixed_model_search(pairs, cand, np.asarray(base.scores[: p.n]), p.mix)
         return self._finish(query, k, rows, scores, base, pairs, t0)
 
 
@@ -194,20 +201,34 @@ class FastInsightParams(CrossEncoderParams):
     b_max: int = option(100, "passages scored per query (the budget)")
     alpha: float = option(0.2, "GRanker smoothing factor")
     beta: float = option(1.0, "STeX weight of the structural score")
+    mix: float = option(
+        3.0,
+        "weight of the query-passage cosine beside GRanker's score (each z-scored over the "
+        "retrieved list); 0: GRanker alone, as the paper",
+    )
+    patience: int = option(
+        0,
+        "stop early after this many iterations in a row add nothing to the top k "
+        "(0: spend the whole budget, as the paper does)",
+    )
 
     def validate(self) -> None:
         super().validate()
         in_unit_interval("alpha", self.alpha)
         if self.beta < 0:
             raise ConfigError(f"beta must be >= 0, got {self.beta}")
+        if self.patience < 0:
+            raise ConfigError(f"patience must be >= 0, got {self.patience}")
 
 
 @register_method
 class FastInsightRetriever(_CrossEncoderRetriever):
     """FastInsight (Algorithm 1): the top BATCH of a vector search, ranked by GRanker; then, until
     ``b_max`` passages are retrieved, STeX adds up to BATCH neighbours of the retrieved list and
-    GRanker reranks it. When the retrieved list has no unretrieved neighbour, the next passages
-    of the vector search are added instead (the paper's loop would not end)."""
+    GRanker reranks it. With ``patience`` p > 0 the loop also stops once p iterations in a row
+    have put none of their passages into the top k (a budget-aware early stop). When the
+    retrieved list has no unretrieved neighbour, the next passages of the vector search are
+    added instead (the paper's loop would not end)."""
 
     name = "fastinsight"
     Params = FastInsightParams
@@ -230,9 +251,9 @@ class FastInsightRetriever(_CrossEncoderRetriever):
         fallback = [pos(i) for i in base.ids]
         pairs = PairCache(self.model, query, self.index.corpus)
         ret = np.asarray(fallback[: p.batch], np.int64)
-        ret, scores = self._granker(pairs, ret, graph, p.alpha)
-        from_graph, steps = 0, 0
-        while len(ret) < budget:
+        ret, scores = self._granker(pairs, ret, graph, qvec)
+        from_graph, steps, stale = 0, 0, 0
+        while len(ret) < budget and not (p.patience and stale >= p.patience):
             want = min(len(ret) + p.batch, budget) - len(ret)
             add, _ = stex(graph.adjacency, graph.degree, ret, qvec, self.vectors, p.beta)
             add = add[:want]
@@ -243,15 +264,31 @@ class FastInsightRetriever(_CrossEncoderRetriever):
                 add = np.concatenate([add, np.asarray(more, np.int64)])
             if len(add) == 0:
                 break
-            ret, scores = self._granker(pairs, np.concatenate([ret, add]), graph, p.alpha)
+            ret, scores = self._granker(pairs, np.concatenate([ret, add]), graph, qvec)
             steps += 1
+            stale = 0 if np.isin(ret[:k], add).any() else stale + 1
         return self._finish(
-            query, k, ret, scores, base, pairs, t0, {"from_graph": from_graph, "steps": steps}
+            query,
+            k,
+            ret,
+            scores,
+            base,
+            pairs,
+            t0,
+            {"from_graph": from_graph, "steps": steps, "stopped_early": len(ret) < budget},
         )
 
-    @staticmethod
-    def _granker(pairs: PairCache, rows: np.ndarray, graph: Any, alpha: float):  # noqa: ANN205
-        return graph_model_search(pairs, rows, graph.subgraph(rows), graph.degree[rows], alpha)
+    def _granker(
+        self, pairs: PairCache, rows: np.ndarray, graph: Any, qvec: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """GRanker over ``rows``; with ``mix``, its scores mixed with the dense cosines."""
+        p: FastInsightParams = self.params
+        rows, scores = graph_model_search(
+            pairs, rows, graph.subgraph(rows), graph.degree[rows], p.alpha
+        )
+        if not p.mix:
+            return rows, scores
+        return sorted_by(rows, zscore(scores) + p.mix * zscore(self.vectors[rows] @ qvec))
 
 
 __all__ = ["CrossEncoderParams", "FastInsightParams", "GARParams", "RerankParams"]

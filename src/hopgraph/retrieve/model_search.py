@@ -48,7 +48,8 @@ class PairCache:
         return self.model.head(self.represent(rows))
 
 
-def _sorted(rows: np.ndarray, scores: np.ndarray) -> RowsScores:
+def sorted_by(rows: np.ndarray, scores: np.ndarray) -> RowsScores:
+    """``rows`` and ``scores`` by descending score, ties by row."""
     order = np.lexsort((rows, -scores))  # ties by row: deterministic
     return rows[order], scores[order]
 
@@ -56,7 +57,27 @@ def _sorted(rows: np.ndarray, scores: np.ndarray) -> RowsScores:
 def model_search(pairs: PairCache, rows: np.ndarray) -> RowsScores:
     """``O_m``: ``rows`` reordered by the cross-encoder's scores."""
     rows = np.asarray(rows, dtype=np.int64)
-    return _sorted(rows, pairs.scores(rows))
+    return sorted_by(rows, pairs.scores(rows))
+
+
+def zscore(x: np.ndarray) -> np.ndarray:
+    """``x`` centred and scaled to unit standard deviation (all zeros when constant)."""
+    x = np.asarray(x, dtype=np.float64)
+    sd = float(x.std()) if len(x) else 0.0
+    return (x - x.mean()) / sd if sd > 0 else np.zeros_like(x)
+
+
+def mixed_model_search(
+    pairs: PairCache, rows: np.ndarray, base_scores: np.ndarray, mix: float
+) -> RowsScores:
+    """``O_m`` interpolated with the first stage: ``rows`` by ``z(model) + mix · z(base)``,
+    each score z-scored over ``rows`` (so the two scales need not agree); ``mix = 0`` is
+    :func:`model_search`."""
+    rows = np.asarray(rows, dtype=np.int64)
+    model = pairs.scores(rows)
+    if not mix:
+        return sorted_by(rows, model)
+    return sorted_by(rows, zscore(model) + mix * zscore(base_scores))
 
 
 def graph_model_search(
@@ -73,7 +94,14 @@ def graph_model_search(
     rows = np.asarray(rows, dtype=np.int64)
     H = pairs.represent(rows)
     P = reciprocal_degree_propagation(adjacency, degree)
-    return _sorted(rows, pairs.model.head(latent_graph_fusion(H, P, alpha)))
+    return sorted_by(rows, pairs.model.head(latent_graph_fusion(H, P, alpha)))
 
 
-__all__ = ["PairCache", "graph_model_search", "model_search"]
+__all__ = [
+    "PairCache",
+    "graph_model_search",
+    "mixed_model_search",
+    "model_search",
+    "sorted_by",
+    "zscore",
+]

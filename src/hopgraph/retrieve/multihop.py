@@ -45,6 +45,7 @@ from hopgraph.retrieve.hop_features import (
     first_hops,
     rewrites,
 )
+from hopgraph.retrieve.model_search import PairCache, mixed_model_search
 from hopgraph.retrieve.operators import filtered_rrf
 from hopgraph.retrieve.ranking import Ranking
 
@@ -76,6 +77,11 @@ class MultihopParams:
     ngram_entities: bool = option(True, "also find query entities by n-gram lookup")
     gcs_alpha: float = option(0.5, "cohesive smoothing: weight of a passage's own score")
     model: str = option("", "ranker file (empty = the one shipped with hopgraph)")
+    rerank: int = option(
+        0, "rescore the top N with the cross-encoder, mixed with the ranker's score (0: off)"
+    )
+    rerank_mix: float = option(1.0, "weight of the ranker's score beside the cross-encoder's")
+    rerank_model: str = option("", "cross-encoder for rerank (empty: the packaged reranker)")
 
     def validate(self) -> None:
         for name in ("depth", "anchors", "bridge_cap", "max_iter", "seed_k",
@@ -83,7 +89,7 @@ class MultihopParams:
             positive(name, getattr(self, name))
         if self.ppr_eps < 0:
             raise ConfigError(f"option 'ppr_eps' must be >= 0, got {self.ppr_eps}")
-        for name in ("rewrite_entities", "rewrite_k"):
+        for name in ("rewrite_entities", "rewrite_k", "rerank", "rerank_mix"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"option {name!r} must be >= 0, got {getattr(self, name)}")
         in_unit_interval("alpha", self.alpha)
@@ -148,6 +154,11 @@ class MultihopRetriever(Retriever):
         super().__init__(index, params)
         self.ranker = shared_ranker(params.model).for_kind(corpus_kind(index))
         self.settings = params.settings()
+        self.cross_encoder = None
+        if params.rerank:
+            from hopgraph.models.cross_encoder import load_cross_encoder
+
+            self.cross_encoder = load_cross_encoder(params.rerank_model)
 
     def _search_many(
         self, queries: list[str], k: int, qvecs: Sequence[np.ndarray | None]
@@ -173,6 +184,8 @@ class MultihopRetriever(Retriever):
         if allowed is not None:  # a metadata filter: the candidates that match, in order
             order = order[allowed[last.rows[order]]]
         rows, scores = last.rows[order], last.scores[order]
+        if self.cross_encoder is not None:
+            order, rows, scores = self._rescored(query, order, rows, scores)
         if k > len(rows) and allowed is not None:  # the matching passages past them: their RRF
             seen = np.zeros(len(self.ids), bool)
             seen[rows] = True
@@ -205,6 +218,26 @@ class MultihopRetriever(Retriever):
 
         info = {"candidates": int(len(last.rows)), "anchors": len(last.anchors)}
         return self._ranking(query, rows, scores, explain, info)
+
+    def _rescored(
+        self, query: str, order: np.ndarray, rows: np.ndarray, scores: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The top ``rerank`` candidates reordered by ``z(cross-encoder) + rerank_mix ·
+        z(ranker)``; their new scores sit above the rest's, which keep theirs."""
+        n = min(self.params.rerank, len(rows))
+        if n < 2:
+            return order, rows, scores
+        pairs = PairCache(self.cross_encoder, query, self.index.corpus)
+        top, mixed = mixed_model_search(pairs, rows[:n], scores[:n], self.params.rerank_mix)
+        where = {r: i for i, r in enumerate(rows[:n].tolist())}
+        perm = np.array([where[r] for r in top.tolist()], np.int64)
+        rest = scores[n:]
+        lift = (float(rest.max()) + 1.0 - float(mixed.min())) if len(rest) else 0.0
+        return (
+            np.concatenate([order[:n][perm], order[n:]]),
+            np.concatenate([top, rows[n:]]),
+            np.concatenate([mixed + lift, rest]),
+        )
 
 
 _RANKERS: dict[str, RankerSet] = {}

@@ -24,6 +24,8 @@ PARAM_MAX: dict[str, float] = {
     "min_candidates": 10_000,
     "c": 1_000,
     "b_max": 1_000,  # cross-encoder budget
+    "rerank": 1_000,  # the default's cross-encoder pairs per query
+    "patience": 1_000,
     "batch": 1_000,
     "fb_docs": 1_000,
     "fb_terms": 1_000,
