@@ -3,14 +3,16 @@ retrieve-then-rerank (Re2), GAR and FastInsight, with R@10 (capped), nDCG@10, To
 MissTR and query time; and a QPT–R@10 curve over the budget b_max.
 
     python benchmarks/fastinsight.py --data-dir ../shared/data \\
-        --model ~/.cache/hopgraph/models/ce-minilm-l2 [--limit 150] \\
+        [--model FOLDER] [--mix 0] [--patience 0] [--limit 150] \\
         [--datasets scifact,2wikimultihopqa,hotpotqa,musique] [--latency-limit 20] \\
         [--curve hotpotqa --budgets 10,20,30,50,70,100 --curve-limit 60] \\
         [--out benchmarks/results/fastinsight.json] [--plot docs/img/fastinsight_qpt.png]
 
 The corpus graph of every set is the ``corpus_graph`` part with its defaults: title mentions
 (the ``links`` part) and each passage's 5 nearest neighbours by embedding. The cross-encoder is
-one trained by ``hopgraph train-reranker`` on training questions only (docs/benchmarks.md).
+the packaged reranker unless ``--model`` names another (e.g. from ``hopgraph train-reranker``);
+``--mix`` is ``rerank``'s and ``fastinsight``'s ``mix`` (the first stage's score beside the
+cross-encoder's), ``--patience`` FastInsight's early stop.
 Latency: the per-query p50 of the quality run, and the median over ``--repeats`` runs of the
 p50 over the first ``--latency-limit`` questions.
 """
@@ -32,13 +34,17 @@ PARTS = ("sparse", "dense", "links", "corpus_graph")
 SPLITS = {"scifact": "test"}
 
 
-def specs(model: str, budget: int = 100, max_length: int = 0) -> list[MethodSpec]:
+def specs(
+    model: str, budget: int = 100, max_length: int = 0, mix: float = 0.0, patience: int = 0
+) -> list[MethodSpec]:
     ce = {"model": model, "max_length": max_length}
     return [
         MethodSpec("dense", {}, "vector search"),
-        MethodSpec("rerank", {**ce, "n": budget}, "rerank"),
+        MethodSpec("rerank", {**ce, "n": budget, "mix": mix}, "rerank"),
         MethodSpec("gar", {**ce, "b_max": budget}, "gar"),
-        MethodSpec("fastinsight", {**ce, "b_max": budget}, "fastinsight"),
+        MethodSpec(
+            "fastinsight", {**ce, "b_max": budget, "mix": mix, "patience": patience}, "fastinsight"
+        ),
     ]
 
 
@@ -65,7 +71,9 @@ def table(title: str, rows: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", type=Path, required=True)
-    ap.add_argument("--model", required=True, help="cross-encoder folder (train-reranker)")
+    ap.add_argument("--model", default="", help="cross-encoder folder (default: packaged)")
+    ap.add_argument("--mix", type=float, default=0.0, help="rerank's and fastinsight's mix")
+    ap.add_argument("--patience", type=int, default=0, help="fastinsight's early stop")
     ap.add_argument("--max-length", type=int, default=0, help="tokens per pair (0: model's)")
     ap.add_argument("--datasets", default="scifact,2wikimultihopqa,hotpotqa,musique")
     ap.add_argument("--limit", type=int, default=150, help="questions per dataset (0: all)")
@@ -77,15 +85,22 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/fastinsight.json"))
     ap.add_argument("--plot", type=Path, default=Path("docs/img/fastinsight_qpt.png"))
     args = ap.parse_args()
-    model = str(Path(args.model).expanduser())
-    report: dict = {"model": model, "limit": args.limit, "datasets": {}, "curve": {}}
+    model = str(Path(args.model).expanduser()) if args.model else ""
+    report: dict = {
+        "model": model or "packaged",
+        "mix": args.mix,
+        "patience": args.patience,
+        "limit": args.limit,
+        "datasets": {},
+        "curve": {},
+    }
     indexes = {}
     for name in args.datasets.split(","):
         path = args.data_dir / name
         ds = load_dataset(path, split=SPLITS.get(name, "test"))
         index = indexes[name] = open_index(path, ds, PARTS, {})
         limit = args.limit or None
-        chosen = specs(model, 100, args.max_length)
+        chosen = specs(model, 100, args.max_length, args.mix, args.patience)
         results = evaluate(index, ds, chosen, ks=(10,), limit=limit, n_resamples=1000)
         rows = [row(r) for r in results]
         for r, res in zip(rows, results, strict=True):
@@ -109,7 +124,7 @@ def main() -> None:
         index = indexes.get(name) or open_index(path, ds, PARTS, {})
         curve: dict[str, list] = {}
         for b in [int(x) for x in args.budgets.split(",")]:
-            for spec in specs(model, b, args.max_length)[1:]:
+            for spec in specs(model, b, args.max_length, args.mix, args.patience)[1:]:
                 res = evaluate(index, ds, [spec], ks=(10,), limit=args.curve_limit, progress=False)
                 curve.setdefault(spec.label, []).append(
                     {"b_max": b, **{k: v for k, v in row(res[0]).items() if k != "method"}}

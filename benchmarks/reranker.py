@@ -1,0 +1,115 @@
+"""The packaged reranker over the default pipeline: does rescoring the default's top N, mixed
+with the ranker's score, raise Recall@5?
+
+    python benchmarks/reranker.py --data-dir ../shared/data \\
+        [--datasets 2wikimultihopqa,hotpotqa,musique] [--n 50] [--mixes 0,0.5,1,2,4,8] \\
+        [--model FOLDER] [--out benchmarks/results/reranker.json]
+
+For each set, the default's top ``n`` of every question is scored once by the cross-encoder;
+each mix ``m`` reorders them by ``z(cross-encoder) + m · z(ranker)`` (``rerank_mix``; the
+passages past ``n`` keep their place). The table gives R@5 and R@10 for the default and for
+every mix, the cross-encoder's p50 per question, and, for the mix chosen on the *other* sets
+(leave one set out: the mix with the best mean R@5 over them), the set's result, so that the
+choice is not tuned on the set it is reported on. The end-to-end check of the chosen setting
+is ``hopgraph eval DATASET --set rerank=50 --set rerank_mix=M`` (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.cli import open_cached_index
+from hopgraph.corpus import load_dataset
+from hopgraph.defaults import default_build
+from hopgraph.eval.metrics import recall_at_k
+from hopgraph.models.cross_encoder import load_cross_encoder
+from hopgraph.retrieve import get_retriever
+from hopgraph.retrieve.model_search import zscore
+
+
+def reorder(ids: list[str], base: np.ndarray, ce: np.ndarray, mix: float) -> list[str]:
+    n = len(ce)
+    s = zscore(ce) + mix * zscore(base[:n]) if mix or n < 2 else ce
+    order = np.lexsort((np.arange(n), -s))
+    return [ids[i] for i in order] + ids[n:]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-dir", type=Path, required=True)
+    ap.add_argument("--datasets", default="2wikimultihopqa,hotpotqa,musique")
+    ap.add_argument("--n", type=int, default=50, help="candidates rescored")
+    ap.add_argument("--mixes", default="0,0.5,1,2,4,8")
+    ap.add_argument("--model", default="", help="cross-encoder folder (default: packaged)")
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/reranker.json"))
+    args = ap.parse_args()
+    mixes = [float(x) for x in args.mixes.split(",")]
+    ce = load_cross_encoder(args.model)
+    report: dict = {"model": ce.name, "n": args.n, "mixes": mixes, "datasets": {}}
+    for name in args.datasets.split(","):
+        path = args.data_dir / name
+        ds = load_dataset(path)
+        parts, options, detected = default_build(ds.corpus)
+        index = open_cached_index(ds, path, parts, options, None, True, detected)
+        texts = {p.id: p.content for p in ds.corpus}
+        default = get_retriever(index)
+        rows = {f"mix={m:g}": {"r5": [], "r10": []} for m in mixes}
+        rows["default"] = {"r5": [], "r10": []}
+        rows["bi-encoder alone"] = {"r5": [], "r10": []}  # the top n by cosine: the CE's teacher
+        dense = index.part("dense")
+        qvecs = dense.encode_queries([q.text for q in ds.questions])
+        ms = []
+        for q, qvec in zip(ds.questions, qvecs, strict=True):
+            r = default.search(q.text, 100)
+            top = r.ids[: args.n]
+            t0 = time.perf_counter()
+            s = ce.score(q.text, [texts[i] for i in top])
+            ms.append((time.perf_counter() - t0) * 1e3)
+            gold = set(q.gold)
+            cos = dense.embeddings[[ds.corpus.position(i) for i in top]] @ qvec
+            by_cos = reorder(r.ids, np.asarray(r.scores), cos, 0.0)
+            for label, ids in [("default", r.ids), ("bi-encoder alone", by_cos)] + [
+                (f"mix={m:g}", reorder(r.ids, np.asarray(r.scores), s, m)) for m in mixes
+            ]:
+                rows[label]["r5"].append(recall_at_k(ids, gold, 5))
+                rows[label]["r10"].append(recall_at_k(ids, gold, 10))
+        out = {
+            label: {
+                "R@5": round(float(np.mean(v["r5"])), 4),
+                "R@10": round(float(np.mean(v["r10"])), 4),
+            }
+            for label, v in rows.items()
+        }
+        report["datasets"][name] = {
+            "questions": len(ds.questions),
+            "cross_encoder_ms_p50": round(statistics.median(ms), 1),
+            "rows": out,
+        }
+        print(name, json.dumps(report["datasets"][name]), flush=True)
+    names = list(report["datasets"])
+    loso = {}
+    for name in names:
+        others = [o for o in names if o != name] or [name]
+        best = max(
+            mixes,
+            key=lambda m: np.mean(
+                [report["datasets"][o]["rows"][f"mix={m:g}"]["R@5"] for o in others]
+            ),
+        )
+        loso[name] = {"mix": best, **report["datasets"][name]["rows"][f"mix={best:g}"]}
+    report["leave_one_set_out"] = loso
+    print("leave one set out:", json.dumps(loso), flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
