@@ -265,7 +265,8 @@ def test_rerank_rescores_the_base_top_n(fi_index, demo_dataset, reranker):
 def test_gar_and_fastinsight_spend_the_budget_once(fi_index, demo_dataset, reranker):
     q = demo_dataset.questions[1].text
     for method in ("gar", "fastinsight"):
-        retriever = get_retriever(fi_index, method, model=reranker, b_max=25, batch=5)
+        extra = {"patience": 0} if method == "fastinsight" else {}
+        retriever = get_retriever(fi_index, method, model=reranker, b_max=25, batch=5, **extra)
         r = retriever.search(q, 40)
         assert r.info["pairs"] == 25  # every scored passage encoded exactly once
         assert len(r.ids) == len(set(r.ids)) == 40
@@ -311,11 +312,14 @@ def test_cross_encoder_methods_run_out_of_the_box(fi_index, demo_dataset):
 
 def test_fastinsight_stops_early_when_the_top_k_settles(fi_index, demo_dataset, reranker):
     """patience=1: the loop ends at the first iteration that adds nothing to the top k, so it
-    scores fewer pairs; patience=0 spends the whole budget."""
+    scores fewer pairs; patience=0 spends the whole budget. The default is 2."""
+    from hopgraph.retrieve.fastinsight import FastInsightParams
+
+    assert FastInsightParams().patience == 2
     stopped, full = [], []
     for q in demo_dataset.questions[:6]:
         early = get_retriever(fi_index, "fastinsight", model=reranker, patience=1, b_max=40)
-        whole = get_retriever(fi_index, "fastinsight", model=reranker, b_max=40)
+        whole = get_retriever(fi_index, "fastinsight", model=reranker, b_max=40, patience=0)
         a, b = early.search(q.text, 3), whole.search(q.text, 3)
         assert b.info["pairs"] == 40 and not b.info["stopped_early"]
         assert a.info["pairs"] <= 40
