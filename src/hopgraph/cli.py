@@ -723,6 +723,7 @@ def train_reranker_cmd(
         save_reranker,
         train_reranker,
     )
+    from hopgraph.training.synthetic import synthetic_dataset
 
     config = RerankerConfig(
         model=model or DEFAULT_EMBEDDER, layers=layers, max_length=max_length, epochs=epochs,
@@ -737,8 +738,6 @@ def train_reranker_cmd(
         raise click.UsageError(f"{out} exists; pass --overwrite to replace it")
     parts = tuple(dict.fromkeys([*method_parts(base), *(["dense"] if distill else [])]))
     examples, sources = [], []
-    from hopgraph.training.synthetic import synthetic_dataset
-
     for split, path, ds in _training_sets(datasets, data_dir, max_questions):
         ix = open_cached_index(ds, path, parts, [], index_dir, not quiet)
         for sub in [ds, *([synthetic_dataset(ds, synthetic, seed=seed)] if synthetic else [])]:

@@ -197,8 +197,8 @@ class CrossEncoder:
 
 _CACHE: dict[tuple[str, int | None, str], Any] = {}
 _CACHE_LOCK = threading.Lock()
-# The packaged default reranker: a 2-layer int8 ONNX cross-encoder (see docs/methods.md,
-# "The default reranker", and `make reranker`, which reproduces it).
+# The packaged default reranker: a 4-layer int8 ONNX cross-encoder (see docs/methods.md,
+# "The packaged reranker", and `make reranker`, which reproduces it).
 DEFAULT_RERANKER = Path(__file__).resolve().parent / "reranker"
 
 
