@@ -205,13 +205,29 @@ def _json_option(value: str | None, name: str) -> Any:
         raise click.BadParameter(f"not valid JSON ({exc})", param_hint=name) from None
 
 
+_NICE_HELP = (
+    "CPU niceness of this update (0-19; 0 keeps the priority): searches served on the same "
+    "cores keep their latency meanwhile, and on an idle machine the update takes as long"
+)
+
+
+def _nice_option(f: Any) -> Any:
+    from hopgraph.priority import WRITER_NICE
+
+    return click.option(
+        "--nice", type=click.IntRange(0, 19), default=WRITER_NICE, show_default=True,
+        help=_NICE_HELP,
+    )(f)  # fmt: skip
+
+
 @cli.command("add")
 @click.argument("index_dir", type=click.Path())
 @click.argument("passages")
 @click.option("--chunk-words", type=int, default=None, help="split passages longer than this")
 @click.option("--format", "fmt", default="auto", show_default=True, help="passages file format")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
-def add_cmd(index_dir, passages, chunk_words, fmt, quiet) -> None:
+@_nice_option
+def add_cmd(index_dir, passages, chunk_words, fmt, quiet, nice) -> None:
     """Add the passages in PASSAGES (a file or folder in any supported format) to INDEX_DIR.
 
     Every part is updated in place: only the new passages go through the models, and the
@@ -219,6 +235,7 @@ def add_cmd(index_dir, passages, chunk_words, fmt, quiet) -> None:
     """
     from hopgraph.corpus import load_corpus
 
+    _lower_priority(nice)
     new = load_corpus(Path(passages).expanduser(), chunk_words=chunk_words, fmt=fmt)
     _update_index(index_dir, add=list(new), delete=[], progress=not quiet)
 
@@ -228,8 +245,10 @@ def add_cmd(index_dir, passages, chunk_words, fmt, quiet) -> None:
 @click.argument("ids", nargs=-1)
 @click.option("--ids-file", type=click.Path(exists=True), help="a file of ids, one a line")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
-def delete_cmd(index_dir, ids, ids_file, quiet) -> None:
+@_nice_option
+def delete_cmd(index_dir, ids, ids_file, quiet, nice) -> None:
     """Delete the passages IDS from INDEX_DIR (every part updated in place, atomically)."""
+    _lower_priority(nice)
     ids = list(ids)
     if ids_file:
         text = Path(ids_file).read_text(encoding="utf-8")
@@ -241,9 +260,11 @@ def delete_cmd(index_dir, ids, ids_file, quiet) -> None:
 
 @cli.command("compact")
 @click.argument("index_dir", type=click.Path())
-def compact_cmd(index_dir) -> None:
+@_nice_option
+def compact_cmd(index_dir, nice) -> None:
     """Write INDEX_DIR anew as one base, merging the updates kept as deltas (a save does this
     by itself once they pass a tenth of the index; this does it now)."""
+    _lower_priority(nice)
     from hopgraph.atomic import writer_lock
     from hopgraph.index import Index
 
@@ -306,6 +327,14 @@ def add_parts_cmd(index_dir, parts, sets, no_detect, quiet) -> None:
         f"{path}: added {', '.join(built)} in {secs:.1f}s (parts now: {', '.join(index.parts)})",
         err=True,
     )
+
+
+def _lower_priority(nice: int) -> None:
+    """This command's process at niceness ``nice`` (before any model starts its threads)."""
+    from hopgraph.priority import lower_priority
+
+    if nice:
+        lower_priority(nice, whole_process=True)
 
 
 def _update_index(index_dir: str, *, add: list, delete: list[str], progress: bool) -> None:
@@ -969,13 +998,18 @@ def demo_cmd(workdir, method) -> None:
     help="most passages per POST /indexes (413 beyond)",
 )  # fmt: skip
 @click.option(
+    "--writer-nice", type=click.IntRange(0, 19), default=None,
+    help="CPU niceness of the threads that apply updates, compact and replay generations "
+    "committed elsewhere (0 keeps the priority); searches keep theirs [default: 19]",
+)  # fmt: skip
+@click.option(
     "--log-level", default="info", show_default=True,
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
 )  # fmt: skip
 def serve_cmd(
     index_dir, host, port, max_query_chars, max_body_bytes, max_k, max_batch, max_add,
     max_search_seconds, sets, no_verify, role, reload_interval, token, protect_reads, advertise,
-    encoder_sessions, log_level, indexes_dir, max_indexes, max_create,
+    encoder_sessions, writer_nice, log_level, indexes_dir, max_indexes, max_create,
 ) -> None:  # fmt: skip
     """Serve INDEX_DIR over HTTP: search, add and delete passages (JSON; API at /docs).
 
@@ -1024,6 +1058,7 @@ def serve_cmd(
         role=role, reload_interval=reload_interval, address=advertise or f"http://{host}:{port}",
         token=token or "", protect_reads=protect_reads,
         indexes_dir=indexes_dir or "", max_indexes=max_indexes, max_create=max_create,
+        **({} if writer_nice is None else {"writer_nice": writer_nice}),
     )  # fmt: skip
     app = create_app(index_dir, settings)
     served = app.state.served.snapshot.index

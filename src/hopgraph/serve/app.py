@@ -319,7 +319,7 @@ def _router(
             "role": served.role,
             "writer": served.writer(),
             "auth": {"writes": bool(settings.token), "reads": settings.protect_reads},
-            "process": configured(),
+            "process": {**configured(), "writer_nice": settings.writer_nice},
         }
 
     return router

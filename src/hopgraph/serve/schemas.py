@@ -179,7 +179,8 @@ class Info(BaseModel):
         description="what `hopgraph serve` set for its process: cores, encoder sessions, ONNX "
         "and BLAS threads, malloc arenas, whether ONNX Runtime keeps its memory arena, whether "
         "lightgbm was imported without its optional integrations, whether malloc_trim runs "
-        "after each published generation (empty when the app was created another way)",
+        "after each published generation (those only when `hopgraph serve` made the app), "
+        "and writer_nice: the CPU niceness of the threads that update, compact and replay",
     )
 
 

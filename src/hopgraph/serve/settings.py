@@ -7,6 +7,7 @@ from typing import Any
 
 from hopgraph.errors import ConfigError
 from hopgraph.filters import MAX_FILTER_TERMS, MAX_IN_VALUES
+from hopgraph.priority import MAX_NICE, WRITER_NICE
 
 # Parameters a client may not choose: they name files or models the server would load. The
 # operator sets them with ``hopgraph serve --set METHOD.model=FOLDER``.
@@ -36,6 +37,9 @@ class Settings:
     # commit every update as a delta and merge the deltas into a new base on a background
     # thread (when hopgraph.index.store.DeltaPolicy says so); False: the commit itself merges
     background_compaction: bool = True
+    # CPU niceness (0-19) of the threads that write (updates, compaction) and of the thread
+    # that replays generations committed elsewhere; searches keep theirs (hopgraph.priority)
+    writer_nice: int = WRITER_NICE
     address: str = ""  # how clients reach this server (written in the writer role's file)
     # bearer token every write needs (and every read but /health with protect_reads); "" = none
     token: str = field(default="", repr=False)
@@ -73,6 +77,9 @@ class Settings:
                 "the token must be at least 16 characters without surrounding spaces; make one "
                 "with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
             )
+        n = self.writer_nice
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_NICE:
+            raise ConfigError(f"writer_nice must be an integer in 0..{MAX_NICE}, got {n!r}")
         if self.role not in ROLES:
             raise ConfigError(f"server role must be one of {list(ROLES)}, got {self.role!r}")
         if not 0 <= self.reload_interval <= 3600:

@@ -28,6 +28,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from hopgraph.corpus import Passage
 from hopgraph.errors import ConfigError, HopgraphError, NotWriterError, UpdateError
 from hopgraph.index import Index
 from hopgraph.index.store import manifest_digest, missing_parts_message
+from hopgraph.priority import lower_priority
 from hopgraph.retrieve import method_class
 from hopgraph.retrieve.base import Retriever, resolve_method_name
 from hopgraph.serve.bounds import over_bound
@@ -132,6 +134,9 @@ class ServedIndex:
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         self._compactor: threading.Thread | None = None
+        # updates run on this one thread, at the writer's niceness (a pooled request thread
+        # could not get its priority back afterwards); started by the first update
+        self._writer: ThreadPoolExecutor | None = None
         if self.settings.reload_interval > 0:
             self._watcher = threading.Thread(
                 target=self._watch, name="hopgraph-reload", daemon=True
@@ -177,7 +182,14 @@ class ServedIndex:
             self._watcher.join(timeout=10)
         if self._compactor is not None:
             self._compactor.join()
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
         self.writer_role.release()
+
+    def _lower_priority(self) -> None:
+        """The calling thread (one that only writes or replays) at the writer's niceness."""
+        if self.settings.writer_nice:
+            lower_priority(self.settings.writer_nice)
 
     def writer(self) -> str:
         """Who writes this folder, in words."""
@@ -190,6 +202,7 @@ class ServedIndex:
 
     # -- following commits of other processes ---------------------------------------------
     def _watch(self) -> None:
+        self._lower_priority()  # replaying a new generation must not slow the searches
         while not self._stop.wait(self.settings.reload_interval):
             try:
                 self.reload_if_changed()
@@ -276,13 +289,22 @@ class ServedIndex:
     def update(self, add: Sequence[Passage] = (), delete: Iterable[str] = ()) -> UpdateResult:
         """Apply one add/delete atomically; the served snapshot changes only when the new index
         is on disk. Raises the index's :class:`~hopgraph.errors.UpdateError` kinds (nothing is
-        changed then)."""
+        changed then). The work runs on the server's writer thread, at
+        ``settings.writer_nice``; this call waits for it."""
         add, delete = list(add), list(delete)
         if self.role != "writer":
             raise NotWriterError(
                 f"this server only reads {self.path}; its writer is {self.writer()}: send "
                 "additions and deletions there"
             )
+        with self._write_lock:  # one pool, made once
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(
+                    1, thread_name_prefix="hopgraph-writer", initializer=self._lower_priority
+                )
+        return self._writer.submit(self._update, add, delete).result()
+
+    def _update(self, add: list[Passage], delete: list[str]) -> UpdateResult:
         with self._write_lock, writer_lock(self.path):
             if self._stop.is_set():  # closed: the server stops, or the named index was dropped
                 raise UpdateError(f"{self.path} is no longer served")
@@ -330,6 +352,8 @@ class ServedIndex:
         False if there was nothing to merge or this server is not the writer."""
         if self.role != "writer":
             return False
+        if threading.current_thread() is self._compactor:
+            self._lower_priority()
         try:
             with self._write_lock, writer_lock(self.path):
                 old = self.snapshot
