@@ -17,13 +17,17 @@ new title aliases, as real new pages do); the deleted ones are random.
    `Index.updated` + save (a delta commit), timed.
 3. Searches during writes: `default` and `bm25` searches in a loop, idle and then while the
    writer commits updates one after another, and a reader following with `reloaded()`: p50 /
-   p99 of each phase, errors, and whether the reader served every committed generation.
+   p99 of each phase, errors, whether the reader served every committed generation, and how
+   long each commit took. The writer runs at `--writer-nice` and the reader's replaying thread
+   at `--replay-nice`, by default the niceness `hopgraph add` and `hopgraph serve` give them
+   (hopgraph.priority); `--writer-nice 0 --replay-nice 0` measures them at the searches'.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import statistics
@@ -38,6 +42,7 @@ import numpy as np
 
 from hopgraph.corpus import Passage
 from hopgraph.index import Index
+from hopgraph.priority import WRITER_NICE, lower_priority
 from hopgraph.retrieve import get_retriever
 
 
@@ -74,6 +79,20 @@ def main() -> None:
         "--switch-interval", type=float, default=None,
         help="sys.setswitchinterval for the searching process (phase 3; Python's default 0.005)",
     )  # fmt: skip
+    ap.add_argument(
+        "--writer-nice", type=int, default=WRITER_NICE,
+        help="the writer's CPU niceness (phase 3; as `hopgraph add --nice` and serve's "
+        "--writer-nice set it; 0: the writer at the searches' priority)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--replay-nice", type=int, default=WRITER_NICE,
+        help="the niceness of the reader's replaying thread (phase 3; serve's reload thread "
+        "runs at --writer-nice)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--writer-threads", type=int, default=0,
+        help="the writer's encoder threads ($HOPGRAPH_THREADS; 0: hopgraph's default)",
+    )  # fmt: skip
     ap.add_argument("--out", default="benchmarks/results/commits.json")
     args = ap.parse_args()
     src = Path(args.index_dir).resolve()
@@ -95,7 +114,8 @@ def main() -> None:
     (scratch / "del2.txt").write_text("\n".join(del2) + "\n")
     total = _bytes(src)
     result: dict = {
-        "index": str(src), "passages": len(index), "bytes": total, "cli": [], "pin": args.pin
+        "index": str(src), "passages": len(index), "bytes": total, "cli": [], "pin": args.pin,
+        "writer_nice": args.writer_nice, "replay_nice": args.replay_nice,
     }  # fmt: skip
     print(f"{src}: {len(index)} passages, {total / 1e6:.0f} MB", file=sys.stderr)
 
@@ -174,8 +194,6 @@ def main() -> None:
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
     if args.pin:
-        import os
-
         os.sched_setaffinity(0, {0})
     for m in ("default", "bm25"):  # warm the retrievers
         get_retriever(reader, m).search(queries[0], 10)
@@ -185,26 +203,35 @@ def main() -> None:
     # the retrievers of the new generation are built before it is served)
     (scratch / "stream.json").write_text(json.dumps([p.to_dict() for p in add]))
     pin = "import os; os.sched_setaffinity(0, {1})" if args.pin else ""
+    nice = (
+        "from hopgraph.priority import lower_priority; "
+        f"lower_priority({args.writer_nice}, whole_process=True)"
+    )
     writer_script = f"""
 {pin}
+{nice}
 import json, time
 from hopgraph.corpus import Passage
 from hopgraph.index import Index
 rows = json.load(open({str(scratch / "stream.json")!r}))
 add = [Passage(d["id"], d["title"], d["text"]) for d in rows]
 ix = Index.load({str(work)!r}, verify=False)
-end, k = time.time() + {args.search_seconds!r}, 0
+end, k, took, parts = time.time() + {args.search_seconds!r}, 0, [], []
 while time.time() < end:
     chunk = add[k % len(add): k % len(add) + 10]
+    t0 = time.perf_counter()
     ix = ix.updated(add=[Passage(f"{{p.id}}-{{k}}", p.title, p.text) for p in chunk])
     ix.save({str(work)!r}, compact=False)
+    took.append(round(time.perf_counter() - t0, 3))
+    parts.append({{n: round(v, 3) for n, v in ix.update_seconds.items()}})
     k += 10
-print(ix.generation)
+print(json.dumps({{"generation": ix.generation, "commit_seconds": took, "parts": parts}}))
 """
     stop = threading.Event()
     served: list[int] = []
 
     def follow() -> None:
+        lower_priority(args.replay_nice)  # as serve's reload thread
         while not stop.is_set():
             ix = state["reader"]
             try:
@@ -219,13 +246,17 @@ print(ix.generation)
                 served.append(new.generation)
             time.sleep(0.2)
 
+    env = dict(os.environ)
+    if args.writer_threads:
+        env["HOPGRAPH_THREADS"] = str(args.writer_threads)
     proc = subprocess.Popen(
-        [sys.executable, "-c", writer_script], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", writer_script], stdout=subprocess.PIPE, text=True, env=env
     )
     t = threading.Thread(target=follow)
     t.start()
     busy = search_phase(args.search_seconds)
-    last = int(proc.communicate()[0].strip())
+    wrote = json.loads(proc.communicate()[0].strip().splitlines()[-1])
+    last = int(wrote["generation"])
     time.sleep(1.0)
     stop.set()
     t.join()
@@ -245,6 +276,8 @@ print(ix.generation)
         for phase, lat in (("idle", idle), ("during_commits", busy))
     }
     result["searches"]["commits"] = len(generations)
+    result["searches"]["commit_seconds"] = wrote["commit_seconds"]
+    result["searches"]["commit_part_seconds"] = wrote["parts"]
     result["searches"]["generations_served"] = len(served)
     result["searches"]["errors"] = state["errors"]
     result["searches"]["stale_after_reopen"] = state["stale"]
