@@ -711,16 +711,17 @@ def test_memory_is_given_back_after_each_published_generation(index_dir, monkeyp
         state.snapshot.index.policy = DeltaPolicy(max_deltas=2, max_share=1.0, min_rows=10**6)
         previous.append(weakref.ref(state.snapshot))
         state.update(add=[Passage("z0", "Zebra", "Zebra on the savanna.")])
-        assert seen == [("MainThread", 1, True)]
+        writer = "hopgraph-writer_0"  # updates run on the server's one writer thread
+        assert seen == [(writer, 1, True)]
         previous[:] = [weakref.ref(state.snapshot)]
         state.update(add=[Passage("z1", "Zebra", "Zebra in the zoo.")])
         state.update(delete=["z0"])  # the third delta: merged by a background compaction
         assert state._compactor is not None
         state._compactor.join(timeout=60)
         assert [s[:2] for s in seen] == [
-            ("MainThread", 1),
-            ("MainThread", 2),
-            ("MainThread", 3),
+            (writer, 1),
+            (writer, 2),
+            (writer, 3),
             ("hopgraph-compact", 3),
         ]
         assert seen[1][2] and state.snapshot.index.deltas == []

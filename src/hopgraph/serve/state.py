@@ -298,6 +298,8 @@ class ServedIndex:
                 "additions and deletions there"
             )
         with self._write_lock:  # one pool, made once
+            if self._stop.is_set():  # closed: the server stops, or the named index was dropped
+                raise UpdateError(f"{self.path} is no longer served")
             if self._writer is None:
                 self._writer = ThreadPoolExecutor(
                     1, thread_name_prefix="hopgraph-writer", initializer=self._lower_priority
