@@ -149,3 +149,29 @@ def test_writer_nice_is_checked():
 
     with pytest.raises(ConfigError, match="writer_nice"):
         Settings(writer_nice=25)
+
+
+@linux
+def test_named_index_creates_build_niced(index_dir, tmp_path, monkeypatch):
+    """POST /indexes builds on a builder thread at writer_nice (recorded inside the build)."""
+    import hopgraph.serve.multi as multi
+    from hopgraph.corpus import Passage
+
+    target = _target()
+    seen: list[int | None] = []
+    real = multi.build_index
+
+    def spy(passages, parts=None):
+        seen.append(current_nice())
+        return real(passages, parts)
+
+    monkeypatch.setattr(multi, "build_index", spy)
+    registry = multi.IndexRegistry(
+        tmp_path / "named", Settings(reload_interval=0, writer_nice=target)
+    )
+    try:
+        out = registry.create("zoo", [Passage("z1", "Zebra", "Zebras graze.")], ["sparse"])
+        assert out["passages"] == 1 and seen == [target]
+        assert current_nice() == target - 3
+    finally:
+        registry.close()

@@ -20,6 +20,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,11 @@ from hopgraph.corpus import Corpus, Passage
 from hopgraph.errors import ConfigError, CorpusError, HopgraphError, StorageError
 from hopgraph.index import Index
 from hopgraph.index.store import MANIFEST
+from hopgraph.priority import lower_priority
 from hopgraph.serve import schemas as s
 from hopgraph.serve.jsonbody import StrictJSONRoute
 from hopgraph.serve.problems import ApiError
+from hopgraph.serve.process import cores
 from hopgraph.serve.settings import Settings
 from hopgraph.serve.state import ServedIndex
 
@@ -102,6 +105,10 @@ class IndexRegistry:
         self._lock = threading.Lock()
         self._served: dict[str, ServedIndex] = {}
         self._building: set[str] = set()  # names reserved by a create in progress
+        # creates build on these threads, at the writer's niceness, as updates do
+        self._builders = ThreadPoolExecutor(
+            cores(), thread_name_prefix="hopgraph-build", initializer=self._lower_priority
+        )
         self.root.mkdir(parents=True, exist_ok=True)
         for leftover in self.root.glob(f".*{_DROPPED}*"):  # a drop interrupted by a crash
             shutil.rmtree(leftover, ignore_errors=True)
@@ -120,6 +127,10 @@ class IndexRegistry:
         except BaseException:
             self.close()
             raise
+
+    def _lower_priority(self) -> None:
+        if self.settings.writer_nice:
+            lower_priority(self.settings.writer_nice)
 
     def _found(self) -> list[str]:
         names = []
@@ -152,12 +163,13 @@ class IndexRegistry:
     def create(
         self, name: str, passages: Sequence[Passage], parts: Sequence[str] | None = None
     ) -> dict[str, Any]:
-        """Build the index ``name`` of ``passages``, save it in its folder and serve it."""
+        """Build the index ``name`` of ``passages`` (on a builder thread at the writer's
+        niceness), save it in its folder and serve it."""
         path = self.root / check_name(name)
         self._reserve(name, path)
         try:
             t0 = time.perf_counter()
-            index = build_index(passages, parts)
+            index = self._builders.submit(build_index, passages, parts).result()
             with writer_lock(path):
                 if os.path.lexists(path):  # another process made it meanwhile
                     raise RegistryError("index_exists", f"{path} already exists")
@@ -216,6 +228,7 @@ class IndexRegistry:
             served, self._served = list(self._served.values()), {}
         for one in served:
             one.close()
+        self._builders.shutdown(wait=True)
 
 
 # -- routes ---------------------------------------------------------------------------------
