@@ -3,7 +3,7 @@ retrieve-then-rerank (Re2), GAR and FastInsight, with R@10 (capped), nDCG@10, To
 MissTR and query time; and a QPT–R@10 curve over the budget b_max.
 
     python benchmarks/fastinsight.py --data-dir ../shared/data \\
-        [--model FOLDER] [--mix 3] [--patience 2] [--limit 150] \\
+        [--model FOLDER] [--mix 3] [--patience 3] [--limit 150] \\
         [--datasets scifact,2wikimultihopqa,hotpotqa,musique] [--latency-limit 20] \\
         [--curve hotpotqa --budgets 10,20,30,50,70,100 --curve-limit 60] \\
         [--out benchmarks/results/fastinsight.json] [--plot docs/img/fastinsight_qpt.png]
@@ -35,7 +35,7 @@ SPLITS = {"scifact": "test"}
 
 
 def specs(
-    model: str, budget: int = 100, max_length: int = 0, mix: float = 3.0, patience: int = 2
+    model: str, budget: int = 100, max_length: int = 0, mix: float = 3.0, patience: int = 3
 ) -> list[MethodSpec]:
     ce = {"model": model, "max_length": max_length}
     return [
@@ -73,7 +73,7 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, required=True)
     ap.add_argument("--model", default="", help="cross-encoder folder (default: packaged)")
     ap.add_argument("--mix", type=float, default=3.0, help="rerank's and fastinsight's mix")
-    ap.add_argument("--patience", type=int, default=2, help="fastinsight's early stop")
+    ap.add_argument("--patience", type=int, default=3, help="fastinsight's early stop")
     ap.add_argument("--max-length", type=int, default=0, help="tokens per pair (0: model's)")
     ap.add_argument("--datasets", default="scifact,2wikimultihopqa,hotpotqa,musique")
     ap.add_argument("--limit", type=int, default=150, help="questions per dataset (0: all)")

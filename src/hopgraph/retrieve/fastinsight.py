@@ -207,7 +207,7 @@ class FastInsightParams(CrossEncoderParams):
         "retrieved list); 0: GRanker alone, as the paper",
     )
     patience: int = option(
-        2,
+        3,
         "stop early after this many iterations in a row add nothing to the top k "
         "(0: spend the whole budget, as the paper does)",
     )
