@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,12 @@ def test_serving_writer_threads_are_niced_and_searches_are_not(index_dir):
         assert r.passages == len(load_corpus(demo_dataset_path())) + 1
         (writer,) = served._writer._threads  # the one writing thread, kept for later updates
         assert os.getpriority(os.PRIO_PROCESS, writer.native_id) == target
+        deadline = time.monotonic() + 10  # the reload thread lowers itself as it starts
+        while (
+            os.getpriority(os.PRIO_PROCESS, served._watcher.native_id) != target
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.01)
         assert os.getpriority(os.PRIO_PROCESS, served._watcher.native_id) == target
         assert current_nice() == target - 3  # the caller (a request thread) is untouched
         served.update(delete=["z1"])
