@@ -182,3 +182,21 @@ def test_named_index_creates_build_niced(index_dir, tmp_path, monkeypatch):
         assert current_nice() == target - 3
     finally:
         registry.close()
+
+
+@linux
+def test_run_niced_runs_on_a_lowered_thread_and_leaves_the_caller():
+    from hopgraph.priority import run_niced
+
+    target = _target()
+    before = current_nice()
+    got = run_niced(
+        target, lambda a, b=0: (a + b, current_nice(), threading.get_native_id()), 1, b=2
+    )
+    assert got[0] == 3 and got[1] == target and got[2] != threading.get_native_id()
+    assert current_nice() == before
+    with pytest.raises(KeyError, match="gone"):
+        run_niced(target, lambda: {}["gone"])
+    assert run_niced(0, threading.get_native_id) == threading.get_native_id()  # 0: right here
+    with pytest.raises(ValueError):
+        run_niced(20, print)

@@ -212,7 +212,7 @@ _NICE_HELP = (
 
 
 def _nice_option(f: Any) -> Any:
-    from hopgraph.priority import WRITER_NICE
+    from hopgraph.priority import WRITER_NICE  # the commands run their work with run_niced
 
     return click.option(
         "--nice", type=click.IntRange(0, 19), default=WRITER_NICE, show_default=True,
@@ -234,10 +234,10 @@ def add_cmd(index_dir, passages, chunk_words, fmt, quiet, nice) -> None:
     result is the index a fresh build on the new corpus gives. The write is atomic.
     """
     from hopgraph.corpus import load_corpus
+    from hopgraph.priority import run_niced
 
-    _lower_priority(nice)
     new = load_corpus(Path(passages).expanduser(), chunk_words=chunk_words, fmt=fmt)
-    _update_index(index_dir, add=list(new), delete=[], progress=not quiet)
+    run_niced(nice, _update_index, index_dir, add=list(new), delete=[], progress=not quiet)
 
 
 @cli.command("delete")
@@ -248,14 +248,15 @@ def add_cmd(index_dir, passages, chunk_words, fmt, quiet, nice) -> None:
 @_nice_option
 def delete_cmd(index_dir, ids, ids_file, quiet, nice) -> None:
     """Delete the passages IDS from INDEX_DIR (every part updated in place, atomically)."""
-    _lower_priority(nice)
     ids = list(ids)
     if ids_file:
         text = Path(ids_file).read_text(encoding="utf-8")
         ids += [line.strip() for line in text.splitlines() if line.strip()]
     if not ids:
         raise click.UsageError("give the ids to delete, or --ids-file")
-    _update_index(index_dir, add=[], delete=ids, progress=not quiet)
+    from hopgraph.priority import run_niced
+
+    run_niced(nice, _update_index, index_dir, add=[], delete=ids, progress=not quiet)
 
 
 @cli.command("compact")
@@ -264,15 +265,18 @@ def delete_cmd(index_dir, ids, ids_file, quiet, nice) -> None:
 def compact_cmd(index_dir, nice) -> None:
     """Write INDEX_DIR anew as one base, merging the updates kept as deltas (a save does this
     by itself once they pass a tenth of the index; this does it now)."""
-    _lower_priority(nice)
     from hopgraph.atomic import writer_lock
     from hopgraph.index import Index
+    from hopgraph.priority import run_niced
+
+    def compact() -> tuple[Index, int, Path]:
+        with writer_lock(Path(index_dir).resolve()):
+            index = Index.load(index_dir)
+            n = len(index.deltas or [])
+            return index, n, index.compact()
 
     t0 = time.perf_counter()
-    with writer_lock(Path(index_dir).resolve()):
-        index = Index.load(index_dir)
-        n = len(index.deltas or [])
-        path = index.compact()
+    index, n, path = run_niced(nice, compact)
     click.echo(
         f"{path}: {n} delta(s) merged into a new base, generation {index.generation}, "
         f"{len(index)} passages; {time.perf_counter() - t0:.1f}s",
@@ -327,14 +331,6 @@ def add_parts_cmd(index_dir, parts, sets, no_detect, quiet) -> None:
         f"{path}: added {', '.join(built)} in {secs:.1f}s (parts now: {', '.join(index.parts)})",
         err=True,
     )
-
-
-def _lower_priority(nice: int) -> None:
-    """This command's process at niceness ``nice`` (before any model starts its threads)."""
-    from hopgraph.priority import lower_priority
-
-    if nice:
-        lower_priority(nice, whole_process=True)
 
 
 def _update_index(index_dir: str, *, add: list, delete: list[str], progress: bool) -> None:

@@ -20,6 +20,10 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 WRITER_NICE = 19  # what `hopgraph add/delete/compact` and a serving writer's threads run at
 MAX_NICE = 19
@@ -56,3 +60,31 @@ def lower_priority(nice: int = WRITER_NICE, *, whole_process: bool = False) -> i
     except (AttributeError, OSError):
         return None
     return current_nice()
+
+
+def run_niced(nice: int, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` run on a thread of its own at niceness ``nice``; its result is
+    returned and its exception raised here. The calling thread keeps its priority (a command may
+    run in-process: a test, a notebook). Off Linux the whole process is lowered instead.
+    ``nice`` 0 calls ``fn`` on this thread. The thread is a daemon and the caller waits in short
+    joins, so Ctrl-C still stops a command (an index commit is atomic either way)."""
+    if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= MAX_NICE:
+        raise ValueError(f"nice must be an integer in 0..{MAX_NICE}, got {nice!r}")
+    if not nice:
+        return fn(*args, **kwargs)
+    out: dict[str, Any] = {}
+
+    def work() -> None:
+        lower_priority(nice, whole_process=True)
+        try:
+            out["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            out["error"] = exc
+
+    t = threading.Thread(target=work, name="hopgraph-niced", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.2)
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
