@@ -39,13 +39,20 @@ def current_nice() -> int | None:
         return None
 
 
+def check_nice(nice: int) -> int:
+    """``nice`` if it is an integer niceness in 0..19, else ValueError."""
+    if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= MAX_NICE:
+        raise ValueError(f"nice must be an integer in 0..{MAX_NICE}, got {nice!r}")
+    return nice
+
+
 def lower_priority(nice: int = WRITER_NICE, *, whole_process: bool = False) -> int | None:
     """Run the calling thread (and the threads it starts from now on) at niceness ``nice``,
     never raising its priority: a thread already nicer is left as it is. Off Linux this needs
     ``whole_process`` (the process is lowered instead) and is otherwise a no-op. Returns the
-    niceness now in force, or None when nothing could be set. ``nice`` must be in 0..19."""
-    if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= MAX_NICE:
-        raise ValueError(f"nice must be an integer in 0..{MAX_NICE}, got {nice!r}")
+    niceness now in force, or None when nothing could be set; 0 changes nothing. ``nice`` must
+    be in 0..19."""
+    check_nice(nice)
     now = current_nice()
     if now is None or nice <= now:
         return now
@@ -68,9 +75,7 @@ def run_niced(nice: int, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> 
     run in-process: a test, a notebook). Off Linux the whole process is lowered instead.
     ``nice`` 0 calls ``fn`` on this thread. The thread is a daemon and the caller waits in short
     joins, so Ctrl-C still stops a command (an index commit is atomic either way)."""
-    if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= MAX_NICE:
-        raise ValueError(f"nice must be an integer in 0..{MAX_NICE}, got {nice!r}")
-    if not nice:
+    if not check_nice(nice):
         return fn(*args, **kwargs)
     out: dict[str, Any] = {}
 

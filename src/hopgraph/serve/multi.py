@@ -21,6 +21,7 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,9 @@ class IndexRegistry:
         self._building: set[str] = set()  # names reserved by a create in progress
         # creates build on these threads, at the writer's niceness, as updates do
         self._builders = ThreadPoolExecutor(
-            cores(), thread_name_prefix="hopgraph-build", initializer=self._lower_priority
+            cores(),
+            thread_name_prefix="hopgraph-build",
+            initializer=partial(lower_priority, settings.writer_nice),
         )
         self.root.mkdir(parents=True, exist_ok=True)
         for leftover in self.root.glob(f".*{_DROPPED}*"):  # a drop interrupted by a crash
@@ -127,10 +130,6 @@ class IndexRegistry:
         except BaseException:
             self.close()
             raise
-
-    def _lower_priority(self) -> None:
-        if self.settings.writer_nice:
-            lower_priority(self.settings.writer_nice)
 
     def _found(self) -> list[str]:
         names = []

@@ -7,7 +7,7 @@ from typing import Any
 
 from hopgraph.errors import ConfigError
 from hopgraph.filters import MAX_FILTER_TERMS, MAX_IN_VALUES
-from hopgraph.priority import MAX_NICE, WRITER_NICE
+from hopgraph.priority import WRITER_NICE, check_nice
 
 # Parameters a client may not choose: they name files or models the server would load. The
 # operator sets them with ``hopgraph serve --set METHOD.model=FOLDER``.
@@ -77,9 +77,10 @@ class Settings:
                 "the token must be at least 16 characters without surrounding spaces; make one "
                 "with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
             )
-        n = self.writer_nice
-        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_NICE:
-            raise ConfigError(f"writer_nice must be an integer in 0..{MAX_NICE}, got {n!r}")
+        try:
+            check_nice(self.writer_nice)
+        except ValueError as exc:
+            raise ConfigError(f"writer_nice: {exc}") from None
         if self.role not in ROLES:
             raise ConfigError(f"server role must be one of {list(ROLES)}, got {self.role!r}")
         if not 0 <= self.reload_interval <= 3600:

@@ -30,6 +30,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -186,11 +187,6 @@ class ServedIndex:
             self._writer.shutdown(wait=True)
         self.writer_role.release()
 
-    def _lower_priority(self) -> None:
-        """The calling thread (one that only writes or replays) at the writer's niceness."""
-        if self.settings.writer_nice:
-            lower_priority(self.settings.writer_nice)
-
     def writer(self) -> str:
         """Who writes this folder, in words."""
         if self.role == "writer":
@@ -202,7 +198,7 @@ class ServedIndex:
 
     # -- following commits of other processes ---------------------------------------------
     def _watch(self) -> None:
-        self._lower_priority()  # replaying a new generation must not slow the searches
+        lower_priority(self.settings.writer_nice)  # a replay must not slow the searches
         while not self._stop.wait(self.settings.reload_interval):
             try:
                 self.reload_if_changed()
@@ -302,7 +298,9 @@ class ServedIndex:
                 raise UpdateError(f"{self.path} is no longer served")
             if self._writer is None:
                 self._writer = ThreadPoolExecutor(
-                    1, thread_name_prefix="hopgraph-writer", initializer=self._lower_priority
+                    1,
+                    thread_name_prefix="hopgraph-writer",
+                    initializer=partial(lower_priority, self.settings.writer_nice),
                 )
         return self._writer.submit(self._update, add, delete).result()
 
@@ -355,7 +353,7 @@ class ServedIndex:
         if self.role != "writer":
             return False
         if threading.current_thread() is self._compactor:
-            self._lower_priority()
+            lower_priority(self.settings.writer_nice)
         try:
             with self._write_lock, writer_lock(self.path):
                 old = self.snapshot
