@@ -303,6 +303,40 @@ def test_title_aliases_found_in_old_texts_follow_added_and_deleted_pages():
     assert ea.names == eb.names and (ea.mentions != eb.mentions).nnz == 0
 
 
+def test_an_alias_made_ambiguous_is_rescanned_where_it_was_found_and_nowhere_else():
+    """A page "Hugh of Tours (count)" beside "Hugh of Tours" makes the alias ambiguous: the texts
+    it was matched in are rescanned from the stored matches (no pass over every text), and
+    there a shorter alias the greedy scan had skipped ("Tours Abbey", inside the old match)
+    is found now, as a rebuild finds it."""
+    from hopgraph.index.entities import rows_with_found
+
+    opts = {"entities": {"title_aliases": True, "alias_mentions": True}}
+    base = [
+        Passage("a", "Hugh of Tours", "Hugh of Tours was a count under Louis the Pious."),
+        Passage("b", "Tours Abbey", "Tours Abbey stands by the Loire."),
+        Passage("c", "Prum Abbey", "Lothair retired to Prum Abbey, by Hugh of Tours Abbey."),
+        Passage("d", "Louis the Pious", "Louis the Pious ruled after Charlemagne."),
+        Passage("e", "Loire", "The Loire flows past Tours Abbey and Hugh of Tours's lands."),
+    ]
+    index = Index.build(Corpus(base), ["entities"], opts, progress=False)
+    before = index.part("entities")
+    assert "tours abbey" not in before.found_dict()[2]  # "Hugh of Tours" took those words
+    keep = np.array([0, 1, 2, 4])  # d deleted: rows after it move up
+    assert rows_with_found(before.found, before.found_keys, ["hugh of tours"], keep) == [0, 2, 3]
+    assert rows_with_found(before.found, before.found_keys, ["no such entity"], keep) == []
+    add = [Passage("f", "Hugh of Tours (count)", "A second page of that name.")]
+    index = index.updated(add=add, delete=["d"])
+    after = index.part("entities")
+    assert "hugh of tours" not in after.aliases
+    assert after.payload["rescan"] == [0, 2, 3]  # a, c and e (renumbered): where it was found
+    found = after.found_dict()
+    assert found[2].get("tours abbey") == 1.0
+    rebuilt = Index.build(index.corpus, ["entities"], opts, progress=False)
+    assert found == rebuilt.part("entities").found_dict()
+    assert after.names == rebuilt.part("entities").names
+    assert (after.mentions != rebuilt.part("entities").mentions).nnz == 0
+
+
 @pytest.mark.parametrize("with_nul", [False, True])
 def test_rows_mentioning_finds_what_a_text_by_text_scan_finds(with_nul):
     """The block-at-a-time Aho–Corasick scan (accents folded, NUL between texts) against the
