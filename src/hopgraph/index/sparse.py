@@ -105,7 +105,7 @@ class SparsePart(IndexPart):
             counts = sp.csr_matrix(counts[:, used])
             terms = [terms[t] for t in used.tolist()]
         doc_terms = sp.csr_matrix(
-            (counts.data.astype(np.int32), counts.indices, counts.indptr),
+            (counts.data.astype(np.int32, copy=False), counts.indices, counts.indptr),
             shape=(counts.shape[0], len(_vocab(terms))),
         )
         return cls(options, None, doc_terms, terms)
@@ -168,23 +168,33 @@ class SparsePart(IndexPart):
                     cols, cnt = np.unique(np.asarray(ids, np.int64), return_counts=True)
                     blocks.append((cnt, cols, np.asarray([len(cols)])))
                     i, done = i + 1, 1
-                else:  # a run of kept rows: copied in one fancy-indexing step
+                else:  # a run of kept rows: copied in one step
                     j = i
                     while j < len(rows) and not isinstance(rows[j], str):
                         j += 1
-                    kept = old[np.asarray(rows[i:j], np.int64)]
-                    blocks.append((kept.data, kept.indices, np.diff(kept.indptr)))
+                    a, b = int(rows[i]), int(rows[j - 1])  # type: ignore[arg-type]
+                    if b - a == j - i - 1:  # consecutive rows (an add keeps all): a slice
+                        lo, hi = int(old.indptr[a]), int(old.indptr[b + 1])
+                        lengths = np.diff(old.indptr[a : b + 2])
+                        blocks.append((old.data[lo:hi], old.indices[lo:hi], lengths))
+                    else:
+                        kept = old[np.asarray(rows[i:j], np.int64)]
+                        blocks.append((kept.data, kept.indices, np.diff(kept.indptr)))
                     i, done = j, j - i
                 bar.update(done)
         terms.extend(list(vocab)[len(terms) :])
         lengths = np.concatenate([b[2] for b in blocks]) if blocks else np.zeros(0, np.int64)
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        # int32 indices where they fit, as scipy would convert them anyway: at a million
+        # passages each needless conversion copies ~66M postings
+        idx = np.int32 if max(len(terms), int(indptr[-1])) < np.iinfo(np.int32).max else np.int64
         counts = sp.csr_matrix(
             (
-                np.concatenate([b[0] for b in blocks]).astype(np.int32)
+                np.concatenate([b[0].astype(np.int32, copy=False) for b in blocks])
                 if blocks else np.zeros(0, np.int32),
-                np.concatenate([b[1] for b in blocks]).astype(np.int64)
-                if blocks else np.zeros(0, np.int64),
-                np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                np.concatenate([b[1].astype(idx, copy=False) for b in blocks])
+                if blocks else np.zeros(0, idx),
+                indptr.astype(idx),
             ),
             shape=(len(rows), len(terms)),
         )  # fmt: skip
