@@ -51,6 +51,34 @@ def test_corrupt_file_is_detected(copy_index):
         Index.load(copy_index)
 
 
+def test_writers_skip_checksums_but_a_new_base_checks_them(copy_index):
+    """`hopgraph add` / `delete` load without checksums (sizes only: a commit reads no more of
+    the base than it must); the corrupt base is refused when a new base would be written from
+    it, and by `--verify`."""
+    from click.testing import CliRunner
+
+    from hopgraph.cli import cli
+
+    f = copy_index / "parts" / "dense" / "embeddings.npy"
+    data = bytearray(f.read_bytes())
+    data[-10] ^= 0xFF
+    f.write_bytes(bytes(data))
+    first = Index.load(copy_index, verify=False).corpus.ids[0]
+    res = CliRunner().invoke(cli, ["delete", str(copy_index), first, "-q", "--nice", "0"])
+    assert res.exit_code == 0, res.output  # a delta commit: the base is not rewritten
+    assert (copy_index / "deltas").is_dir()
+    second = Index.load(copy_index, verify=False).corpus.ids[0]
+    res = CliRunner().invoke(
+        cli, ["delete", str(copy_index), second, "-q", "--nice", "0", "--verify"]
+    )
+    assert res.exit_code != 0
+    assert "checksum mismatch in parts/dense/embeddings.npy" in str(res.exception)
+    index = Index.load(copy_index, verify=False)
+    with pytest.raises(IndexError_, match="checksum mismatch in parts/dense/embeddings.npy"):
+        index.compact()
+    assert len(Index.load(copy_index, verify=False)) == len(index)  # the folder is unchanged
+
+
 def test_truncated_file_is_detected(copy_index):
     f = copy_index / "parts" / "sparse" / "doc_terms.data.npy"
     f.write_bytes(f.read_bytes()[:-8])

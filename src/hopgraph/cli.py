@@ -211,6 +211,17 @@ _NICE_HELP = (
 )
 
 
+_VERIFY_HELP = (
+    "check every file's checksum before the update (slow on a large index: the whole base is "
+    "read); without it sizes are checked, and the checksums are checked when a save writes a "
+    "new base from it"
+)
+
+
+def _verify_option(f: Any) -> Any:
+    return click.option("--verify", is_flag=True, help=_VERIFY_HELP)(f)
+
+
 def _nice_option(f: Any) -> Any:
     from hopgraph.priority import WRITER_NICE  # the commands run their work with run_niced
 
@@ -227,7 +238,8 @@ def _nice_option(f: Any) -> Any:
 @click.option("--format", "fmt", default="auto", show_default=True, help="passages file format")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
 @_nice_option
-def add_cmd(index_dir, passages, chunk_words, fmt, quiet, nice) -> None:
+@_verify_option
+def add_cmd(index_dir, passages, chunk_words, fmt, quiet, nice, verify) -> None:
     """Add the passages in PASSAGES (a file or folder in any supported format) to INDEX_DIR.
 
     Every part is updated in place: only the new passages go through the models, and the
@@ -237,7 +249,10 @@ def add_cmd(index_dir, passages, chunk_words, fmt, quiet, nice) -> None:
     from hopgraph.priority import run_niced
 
     new = load_corpus(Path(passages).expanduser(), chunk_words=chunk_words, fmt=fmt)
-    run_niced(nice, _update_index, index_dir, add=list(new), delete=[], progress=not quiet)
+    run_niced(
+        nice, _update_index, index_dir, add=list(new), delete=[], progress=not quiet,
+        verify=verify,
+    )  # fmt: skip
 
 
 @cli.command("delete")
@@ -246,7 +261,8 @@ def add_cmd(index_dir, passages, chunk_words, fmt, quiet, nice) -> None:
 @click.option("--ids-file", type=click.Path(exists=True), help="a file of ids, one a line")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
 @_nice_option
-def delete_cmd(index_dir, ids, ids_file, quiet, nice) -> None:
+@_verify_option
+def delete_cmd(index_dir, ids, ids_file, quiet, nice, verify) -> None:
     """Delete the passages IDS from INDEX_DIR (every part updated in place, atomically)."""
     ids = list(ids)
     if ids_file:
@@ -256,7 +272,7 @@ def delete_cmd(index_dir, ids, ids_file, quiet, nice) -> None:
         raise click.UsageError("give the ids to delete, or --ids-file")
     from hopgraph.priority import run_niced
 
-    run_niced(nice, _update_index, index_dir, add=[], delete=ids, progress=not quiet)
+    run_niced(nice, _update_index, index_dir, add=[], delete=ids, progress=not quiet, verify=verify)
 
 
 @cli.command("compact")
@@ -333,13 +349,15 @@ def add_parts_cmd(index_dir, parts, sets, no_detect, quiet) -> None:
     )
 
 
-def _update_index(index_dir: str, *, add: list, delete: list[str], progress: bool) -> None:
+def _update_index(
+    index_dir: str, *, add: list, delete: list[str], progress: bool, verify: bool = False
+) -> None:
     from hopgraph.atomic import writer_lock
     from hopgraph.index import Index
 
     t0 = time.perf_counter()
     with writer_lock(Path(index_dir).resolve()):  # a server on this folder takes turns with us
-        index = Index.load(index_dir)
+        index = Index.load(index_dir, verify=verify)
         new = index.updated(add=add, delete=delete, progress=progress)
         path = new.save(index_dir)
     secs = time.perf_counter() - t0

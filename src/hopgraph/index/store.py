@@ -140,6 +140,9 @@ class Index:
         self.origin: tuple[Path, str | None] | None = None
         self.base: dict[str, Any] | None = None  # the folder's base (generation, id)
         self.policy = DeltaPolicy()
+        # the folder this index (or the one it was updated from) was loaded from without
+        # checksums: a new base written from it checks them first (see save)
+        self.unverified: Path | None = None
 
     # -- building -------------------------------------------------------------------------
     @classmethod
@@ -262,7 +265,7 @@ class Index:
         out.detected = self.detected
         out.generation = self.generation + 1
         out.origin, out.saved_deltas, out.base = self.origin, self.saved_deltas, self.base
-        out.policy = self.policy
+        out.policy, out.unverified = self.policy, self.unverified
         if not add and not delete:
             out.parts = dict(self.parts)
             out.deltas = None if self.deltas is None else [*self.deltas]
@@ -454,6 +457,12 @@ class Index:
         return fields
 
     def _save_whole(self, path: Path) -> Path:
+        if self.unverified is not None and (self.unverified / MANIFEST).exists():
+            # Loaded without checksums (a delta commit reads no more of the base than it must,
+            # as Lucene opens segments): before its files are read whole into a new base,
+            # check them, so that a corrupt base is refused rather than rewritten as valid.
+            verify_files(self.unverified, read_manifest(self.unverified), checksums=True)
+            self.unverified = None
         self.parts = {n: p.compacted() for n, p in self.parts.items()}
         with replace_folder(path) as tmp:
             if isinstance(self.corpus, FileCorpus):  # already the file this folder keeps
@@ -516,6 +525,7 @@ class Index:
         index.path = root
         index.manifest_digest = digest
         index.origin = (root, digest)
+        index.unverified = None if verify else root
         return index
 
     def replayed(self, root: Path, deltas: list[dict[str, Any]]) -> Index:
