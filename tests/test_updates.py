@@ -338,17 +338,20 @@ def test_an_alias_made_ambiguous_is_rescanned_where_it_was_found_and_nowhere_els
 
 
 @pytest.mark.parametrize("with_nul", [False, True])
-def test_rows_mentioning_finds_what_a_text_by_text_scan_finds(with_nul):
+def test_rows_mentioning_finds_what_a_text_by_text_scan_finds(with_nul, tmp_path):
     """The block-at-a-time Aho–Corasick scan (accents folded, NUL between texts) against the
-    definition: the words alias_spans compares, joined, hold the phrase."""
+    definition: the words alias_spans compares, joined, hold the phrase; also with the texts
+    read from a passages file (FileCorpus.texts) and from an updated corpus over it."""
     import re
 
+    from hopgraph.corpus.filecorpus import FileCorpus, write_passages
+    from hopgraph.corpus.view import ViewCorpus
     from hopgraph.index.entities import rows_mentioning
     from hopgraph.text.ner import fold_accents
 
     rng = random.Random(4)
     words = ["Tours", "of", "Hugh", "Gödel", "Kurt", "the", "Ñandú", "x1", "Ōsaka", "city", "–"]
-    words += ["(", "ﬁ", "İ"] + (["a\x00b"] if with_nul else [])
+    words += ["(", "ﬁ", "İ", "Straße", "東京", "😀", "a\nb"] + (["a\x00b"] if with_nul else [])
     texts = [" ".join(rng.choice(words) for _ in range(rng.randrange(1, 15))) for _ in range(5000)]
     corpus = Corpus([Passage(f"p{i}", "", t) for i, t in enumerate(texts)])
     phrases = ["hugh of tours", "kurt godel", "nandu", "osaka city", "fi", "x1 city"]
@@ -360,3 +363,13 @@ def test_rows_mentioning_finds_what_a_text_by_text_scan_finds(with_nul):
     assert rows_mentioning(corpus, phrases, "simple") == [r for r in range(5000) if scan(r)]
     some = list(range(0, 5000, 7))
     assert rows_mentioning(corpus, phrases, "simple", rows=some) == [r for r in some if scan(r)]
+    offsets, ids = write_passages(corpus, tmp_path / "passages.jsonl")
+    on_disk = FileCorpus(tmp_path / "passages.jsonl", offsets, ids)
+    assert on_disk.texts(10, 20) == texts[10:20]
+    assert rows_mentioning(on_disk, phrases, "simple") == [r for r in range(5000) if scan(r)]
+    kept = [r for r in range(5000) if r % 3]
+    added = [Passage("new", "", "Kurt Gödel city")]
+    view = ViewCorpus(on_disk, kept, added)
+    assert view.texts(0, len(view)) == [texts[r] for r in kept] + [added[0].text]
+    expect = [i for i, r in enumerate(kept) if scan(r)] + [len(kept)]
+    assert rows_mentioning(view, phrases, "simple") == expect

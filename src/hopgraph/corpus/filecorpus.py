@@ -121,6 +121,20 @@ class FileCorpus(Corpus):
             raise IndexError(f"passage row {i} out of range ({n} passages)")
         return passage_from_line(self._read(i, i + 1))
 
+    def texts(self, start: int, stop: int) -> list[str]:
+        """The texts of rows ``start`` to ``stop``, parsed from their lines without making
+        passages (a third of the time, for a scan of every text)."""
+        start, stop, _ = slice(start, stop).indices(len(self))
+        if start >= stop:
+            return []
+        out = []
+        for line in self._read(start, stop).splitlines():
+            try:
+                out.append(orjson.loads(line)["text"])
+            except orjson.JSONDecodeError:
+                out.append(json.loads(line)["text"])
+        return out
+
     def __iter__(self) -> Iterator[Passage]:
         step = 4096
         for start in range(0, len(self), step):

@@ -74,6 +74,11 @@ class Corpus(Sequence[Passage]):
     def ids(self) -> list[str]:
         return [p.id for p in self._passages]
 
+    def texts(self, start: int, stop: int) -> list[str]:
+        """The texts of rows ``start`` to ``stop`` (exclusive): what a scan of every text
+        reads (a corpus on disk reads them without making passages)."""
+        return [p.text for p in self[start:stop]]
+
 
 @dataclass(frozen=True)
 class Question:

@@ -69,6 +69,19 @@ class ViewCorpus(Corpus):
             return self.base[int(self.rows[i])]
         return self.added[i - len(self.rows)]
 
+    def texts(self, start: int, stop: int) -> list[str]:
+        start, stop, _ = slice(start, stop).indices(len(self))
+        if start >= stop:
+            return []
+        kept = self.rows[start : min(stop, len(self.rows))]
+        out: list[str] = []
+        if len(kept):  # the base's texts between the first and last kept, read at once
+            first = int(kept[0])
+            chunk = self.base.texts(first, int(kept[-1]) + 1)
+            out = [chunk[r - first] for r in kept.tolist()]
+        lo = max(start - len(self.rows), 0)
+        return out + [p.text for p in self.added[lo : max(stop - len(self.rows), 0)]]
+
     def __iter__(self) -> Iterator[Passage]:
         # the kept rows in blocks of the base read in one go (rows increase)
         step = 4096

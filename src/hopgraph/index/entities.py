@@ -38,7 +38,6 @@ from hopgraph.text.ner import (
     EntityExtractor,
     fold_accents,
     fold_accents_many,
-    folded_codes,
     make_extractor,
     normalize_entity,
     strip_disambiguator,
@@ -642,7 +641,7 @@ def rows_mentioning(
     for lo in range(0, len(wanted), block):
         batch = wanted[lo : lo + block]
         if batch[-1] - batch[0] == len(batch) - 1:  # a run of rows: read at once
-            texts = [p.text for p in corpus[batch[0] : batch[-1] + 1]]
+            texts = corpus.texts(batch[0], batch[-1] + 1)
         else:
             texts = [corpus[r].text for r in batch]
         if mode == "simple":
@@ -674,10 +673,16 @@ def _block_words(texts: list[str]) -> tuple[str, np.ndarray]:
     """The words :func:`alias_spans` compares in each text (accents folded, runs of
     [0-9A-Za-z] lowercased), each text's between single spaces and the texts joined by NUL,
     as one ASCII string, with the offset where each text's part starts. Done with numpy over
-    the code points (a regex over 70 MB of text took 2 s)."""
-    codes = folded_codes(texts)
-    table = _word_table()
-    b = table[np.minimum(codes, len(table) - 1)]
+    the bytes (a regex over 70 MB of text took 2 s). Only the texts that are not ASCII are
+    folded (NFKD is the identity on ASCII); what folding leaves past ASCII is no word
+    character, so it becomes one byte (``?``, then a space) like every other such character."""
+    odd = [i for i, t in enumerate(texts) if not t.isascii()]
+    if odd:
+        texts = list(texts)
+        for i, t in zip(odd, fold_accents_many([texts[i] for i in odd]), strict=True):
+            texts[i] = t
+    raw = "\x00".join(texts).encode("ascii", "replace")
+    b = _word_table()[np.frombuffer(raw, np.uint8)]
     # one space between words; every text starts and ends with one (NUL stays as a separator)
     b = np.concatenate([[32], b, [32]]).astype(np.uint8)
     nul = b == 0
@@ -695,7 +700,7 @@ def _block_words(texts: list[str]) -> tuple[str, np.ndarray]:
 @functools.cache
 def _word_table() -> np.ndarray:
     """Code point → ASCII byte: 0-9 and a-z themselves, A-Z lowercased, NUL kept, anything
-    else a space (past 127 everything is; :func:`_block_words` clips to this table)."""
+    else a space (:func:`_block_words` gives it ASCII bytes only)."""
     table = np.full(129, 32, np.uint8)
     for c in "0123456789abcdefghijklmnopqrstuvwxyz":
         table[ord(c)] = ord(c)
