@@ -96,6 +96,9 @@ def test_streamed_index_equals_one_built_in_memory(tmp_path):
     assert a["entities"].names == b["entities"].names
     assert (a["entities"].mentions != b["entities"].mentions).nnz == 0
     assert (a["entities"].owns != b["entities"].owns).nnz == 0
+    wa, wb = a["entities"].words, b["entities"].words  # the word postings, merged from batches
+    assert wa is not None and wb is not None and wa.keys == wb.keys
+    assert np.array_equal(wa.indptr, wb.indptr) and np.array_equal(wa.rows, wb.rows)
     np.testing.assert_allclose(a["dense"].embeddings, b["dense"].embeddings, atol=1e-5)
     assert not partial_folder(tmp_path / "ix").exists()  # the work folder is gone
     loaded = Index.load(tmp_path / "ix")

@@ -78,6 +78,14 @@ def assert_same_rankings(updated: Index, rebuilt: Index, methods, queries, k: in
             np.testing.assert_allclose(ra.scores, rb.scores, rtol=1e-5, atol=1e-6)
 
 
+def _words_by_row(words, n: int) -> list[set[str]]:  # noqa: ANN001
+    out: list[set[str]] = [set() for _ in range(n)]
+    for j, w in enumerate(words.keys):
+        for r in words.rows[words.indptr[j] : words.indptr[j + 1]].tolist():
+            out[r].add(w)
+    return out
+
+
 def assert_same_fast_parts(updated: Index, rebuilt: Index, queries) -> None:
     """Part by part: the structures themselves, not only what the methods read from them."""
     for q in queries:
@@ -91,6 +99,11 @@ def assert_same_fast_parts(updated: Index, rebuilt: Index, queries) -> None:
     assert ea.found is not None and eb.found is not None
     fa, fb = ea.found_dict(), eb.found_dict()
     assert fa == fb
+    # the word postings: carried through the updates, merged by a compaction, as a rebuild's
+    wa, wb = ea.compacted().words, eb.words
+    assert wa is not None and wb is not None
+    n = len(rebuilt.corpus)
+    assert _words_by_row(wa, n) == _words_by_row(wb, n)
     la, lb = updated.part("links"), rebuilt.part("links")
     assert (la.links != lb.links).nnz == 0
     np.testing.assert_array_equal(la.doc >= 0, lb.doc >= 0)

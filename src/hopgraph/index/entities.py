@@ -7,6 +7,7 @@ and edge caps can be varied without re-running NER.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -34,6 +35,7 @@ from hopgraph.index.part import (
     save_records,
     stack_records,
 )
+from hopgraph.index.word_postings import WordPostings, word_records
 from hopgraph.text.ner import (
     EntityExtractor,
     fold_accents,
@@ -97,6 +99,9 @@ class EntityPart(IndexPart):
         # title aliases found in each passage's text (alias_mentions; for live updates)
         self.found: sp.csr_matrix | None = None
         self.found_keys: list[str] | None = None
+        # which texts hold which words (uses_word_postings): an update finds the texts a new
+        # alias can occur in without reading them all (hopgraph.index.word_postings)
+        self.words: WordPostings | None = None
         # per passage: its title, the title's alias and the whole title normalised (title_aliases;
         # read from the part's folder when an update first needs them: ~70 MB of JSON at 1M)
         self._titles: list[tuple[str, str, str]] | None = None
@@ -130,7 +135,10 @@ class EntityPart(IndexPart):
         extractor = make_extractor(o.ner, spacy_model=o.spacy_model, n_process=o.n_process)
         raw = extractor.extract([p.content for p in corpus], progress=progress)
         counts, keys = raw_mentions(raw, o.normalize)
-        return cls.assemble(corpus, o, counts, keys)
+        part = cls.assemble(corpus, o, counts, keys)
+        if uses_word_postings(o):
+            part.words = WordPostings.of_texts([p.text for p in corpus])
+        return part
 
     segmentable = True
 
@@ -155,6 +163,8 @@ class EntityPart(IndexPart):
         save_records(folder, "raw", counts, keys)
         if context is not None:
             save_records(folder, "found", *alias_records(passages, context, o.normalize))
+        if uses_word_postings(o):
+            save_records(folder, "words", *word_records([p.text for p in passages]))
 
     @classmethod
     def from_segments(
@@ -171,7 +181,12 @@ class EntityPart(IndexPart):
         found = None
         if options.title_aliases and options.alias_mentions:  # the segments hold alias hits
             found = merge_records(load_records(f, "found") for f in folders)
-        return cls.assemble(corpus, options, raw, keys, found=found)
+        part = cls.assemble(corpus, options, raw, keys, found=found)
+        if uses_word_postings(options):
+            part.words = WordPostings.from_records(
+                *merge_records(load_records(f, "words") for f in folders)
+            )
+        return part
 
     @classmethod
     def assemble(
@@ -312,6 +327,9 @@ class EntityPart(IndexPart):
             change.new, o, raw, keys, found=found, aliases=aliases, titles=titles
         )
         part._extractor = self._extractor  # loaded once (a spaCy pipeline takes seconds)
+        if self.words is not None:  # the base's postings, the rows mapped, the added rows' words
+            added = [p.text for p in change.added_passages]
+            part.words = self.words.updated(change.old_to_new(), added, len(change.keep))
         part.payload = {"mentions": [list(m) for m in new], "rescan": rescan}
         return part
 
@@ -357,7 +375,12 @@ class EntityPart(IndexPart):
             if went:
                 hit.update(rows_with_found(self.found, self.found_keys, went, change.keep))
             if came:  # the kept passages are the first rows of change.new
-                hit.update(rows_mentioning(change.new, came, mode, rows=np.arange(n_keep)))
+                kept_rows = np.arange(n_keep)
+                if self.words is not None:  # only texts holding every word of a new alias
+                    old = self.words.candidates(came)
+                    kept_rows = change.old_to_new()[old]
+                    kept_rows = kept_rows[kept_rows >= 0]
+                hit.update(rows_mentioning(change.new, came, mode, rows=kept_rows))
             rescan = sorted(hit)
         rows = [*rescan, *range(n_keep, len(change.new))]
         fresh, fresh_keys = alias_records(Corpus([change.new[r] for r in rows]), aliases, mode)
@@ -385,6 +408,16 @@ class EntityPart(IndexPart):
         keys = list(ids)
         return (sp.csr_matrix(merged[:, used]), [keys[j] for j in used.tolist()]), rescan
 
+    def compacted(self) -> EntityPart:
+        """The part with its word postings merged over its rows (the rows updates added and
+        deleted since the base folded in), as a build over the same texts makes them."""
+        if self.words is None or (self.words.to_current is None and not self.words.added):
+            return self
+        _ = self.titles  # read now: a copy must not share the open titles file (closed with us)
+        part = copy.copy(self)
+        part.words = self.words.compacted(self.mentions.shape[0])
+        return part
+
     def save(self, folder: Path) -> None:
         (folder / "entities.json").write_text(json.dumps(self.names, ensure_ascii=False))
         (folder / "aliases.json").write_text(json.dumps(self.aliases, ensure_ascii=False))
@@ -401,6 +434,8 @@ class EntityPart(IndexPart):
             np.save(folder / "raw.data.npy", self.raw.data)
         if self.found is not None and self.found_keys is not None:
             save_records(folder, "found", self.found, self.found_keys)
+        if self.words is not None:
+            self.words.save(folder)
         if self._titles is not None:
             (folder / "titles.json").write_text(json.dumps(self._titles, ensure_ascii=False))
         elif self._titles_file is not None:  # never read in this process: copied as it is
@@ -427,6 +462,8 @@ class EntityPart(IndexPart):
             part.raw = _load_csr(folder, "raw", len(part.raw_keys), mode)
         if (folder / "found.keys.json").exists():
             part.found, part.found_keys = load_records(folder, "found")
+        if uses_word_postings(options):
+            part.words = WordPostings.load(folder, mentions.shape[0], mmap=mmap)
         if (folder / "titles.json").exists():  # opened now, read when an update needs it
             part._titles_file = open(folder / "titles.json", "rb")  # noqa: SIM115
             weakref.finalize(part, part._titles_file.close)
@@ -506,6 +543,12 @@ _STOP = frozenset(
     "is was are were be been did do does has have had that this these those it its his her their "
     "both same than film song".split()
 )
+
+
+def uses_word_postings(options: EntityOptions) -> bool:
+    """Whether the part keeps word postings: when it finds title aliases in the texts, with
+    the ``simple`` normalisation (the words the alias scan compares)."""
+    return bool(options.title_aliases and options.alias_mentions and options.normalize == "simple")
 
 
 def canonical(mention: str, mode: str, aliases: dict[str, str]) -> str:
