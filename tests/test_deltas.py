@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_updates import FAST_OPTIONS, _random_updates, assert_same_rankings
 
-from hopgraph.corpus import Corpus
+from hopgraph.corpus import Corpus, Passage
 from hopgraph.errors import StorageError
 from hopgraph.index import Index
 from hopgraph.index.store import DeltaPolicy
@@ -223,3 +223,59 @@ def test_any_sequence_of_commits_and_compactions_loads_as_a_rebuild(
             np.testing.assert_array_equal(
                 ix.part("sparse").scores(q), rebuilt.part("sparse").scores(q)
             )
+
+
+def test_several_deltas_replay_as_one_change_equal_to_one_by_one(setting, tmp_path):
+    """Loading a folder with several deltas replays them as one change (one re-assembly of each
+    part): the same passages, vectors, entity structures, found aliases and rankings as
+    replaying them one at a time, through adds, deletes, a passage added then deleted, and a
+    deleted id added again."""
+    import json
+    import shutil
+
+    from hopgraph.index.store import read_manifest
+
+    corpus, queries = setting
+    path = tmp_path / "ix"
+    Index.build(Corpus(corpus[:30]), PARTS, OPTIONS, progress=False).save(path)
+    index = Index.load(path)
+    back = Passage(corpus[4].id, corpus[4].title, corpus[4].text + " Edited.")
+    steps = [
+        (list(corpus[30:35]), [corpus[3].id, corpus[4].id]),
+        ([*corpus[35:38], back], [corpus[31].id]),
+        ([], [corpus[36].id, corpus[10].id]),
+        (list(corpus[38:]), []),
+    ]
+    for add, delete in steps:
+        index = index.updated(add=add, delete=delete)
+        index.save(path, compact=False)
+    loaded = Index.load(path)  # four deltas: replayed at once
+    assert loaded.generation == 4 and len(loaded.deltas) == 4 and loaded.saved_deltas == 4
+    listed = read_manifest(path)["deltas"]
+    assert len(listed) == 4
+    only_base = tmp_path / "base"  # the same base without its deltas
+    shutil.copytree(path, only_base)
+    manifest = read_manifest(only_base)
+    manifest["generation"] -= len(listed)
+    manifest["deltas"] = []
+    (only_base / "manifest.json").write_text(json.dumps(manifest))
+    start = Index.load(only_base, verify=False)
+    one_by_one = start
+    for entry in listed:
+        one_by_one = one_by_one.replayed(path, [entry])
+    at_once = start.replayed(path, listed)
+    assert at_once.corpus.ids == one_by_one.corpus.ids == index.corpus.ids == loaded.corpus.ids
+    assert at_once.corpus.get(corpus[4].id).text.endswith("Edited.")
+    np.testing.assert_array_equal(
+        at_once.part("dense").embeddings, one_by_one.part("dense").embeddings
+    )
+    ea, eb = at_once.part("entities"), one_by_one.part("entities")
+    assert ea.names == eb.names and ea.aliases == eb.aliases
+    assert (ea.mentions != eb.mentions).nnz == 0 and ea.found_dict() == eb.found_dict()
+    sa, sb = at_once.part("sparse"), one_by_one.part("sparse")  # term ids follow arrival order
+    assert set(sa.vocab) == set(sb.vocab) and sa.stats() == sb.stats()
+    for q in queries:
+        np.testing.assert_array_equal(sa.scores(q), sb.scores(q))
+    assert _rankings(at_once, queries) == _rankings(one_by_one, queries)
+    assert _rankings(loaded, queries) == _rankings(index, queries)
+    assert [d.generation for d in at_once.deltas] == [d.generation for d in one_by_one.deltas]

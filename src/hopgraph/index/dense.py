@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError
 from hopgraph.index.ann import FILE as ANN_FILE
 from hopgraph.index.ann import AnnIndex
-from hopgraph.index.part import Change, IndexPart, register_part
+from hopgraph.index.part import Change, IndexPart, ReplayStep, register_part
 from hopgraph.models.embedder import (
     BACKENDS,
     DEFAULT_BACKEND,
@@ -324,6 +325,14 @@ class DensePart(IndexPart):
         part = self._with_vectors(change, np.asarray(payload["vectors"], np.float32))
         part.payload = payload
         return part
+
+    @classmethod
+    def combined_payload(cls, steps: Sequence[ReplayStep], n_base_kept: int) -> dict[str, Any]:
+        """The vectors of the added passages still there after the last step, in order."""
+        blocks = [
+            np.asarray(st.payload["vectors"], np.float32)[st.added_survivors()] for st in steps
+        ]
+        return {"vectors": part_vectors(np.concatenate(blocks))}
 
     def _with_vectors(self, change: Change, new: np.ndarray) -> DensePart:
         if self.ann is not None:  # the graph is kept: see ann_rows

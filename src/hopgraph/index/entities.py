@@ -13,7 +13,7 @@ import json
 import re
 import shutil
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from hopgraph.graph.bipartite import BipartiteGraph, build_bipartite
 from hopgraph.index.part import (
     Change,
     IndexPart,
+    ReplayStep,
     load_records,
     merge_records,
     register_part,
@@ -304,6 +305,21 @@ class EntityPart(IndexPart):
         """The update with the NER mentions of the added passages, and the rows whose texts
         were rescanned for title aliases, from ``payload`` (no NER, no scan of every text)."""
         return self._with_mentions(change, payload["mentions"], payload.get("rescan"))
+
+    @classmethod
+    def combined_payload(cls, steps: Sequence[ReplayStep], n_base_kept: int) -> dict[str, Any]:
+        """The mentions of the added passages still there after the last step, and the rows
+        before the first that some step rescanned (a rescan reads a text with the aliases of
+        its time; once more with the last step's gives what the last rescan left, since the
+        rows a later step did not rescan are those its change could not touch)."""
+        mentions: list[list[str]] = []
+        rescan: set[int] = set()
+        for st in steps:
+            alive = st.added_survivors()
+            mentions += [list(m) for m, ok in zip(st.payload["mentions"], alive, strict=True) if ok]
+            rows = st.to_final[np.asarray(st.payload.get("rescan") or [], np.int64)]
+            rescan.update(rows[(rows >= 0) & (rows < n_base_kept)].tolist())
+        return {"mentions": mentions, "rescan": sorted(rescan)}
 
     def _with_mentions(
         self, change: Change, new: list[list[str]], rescan: list[int] | None

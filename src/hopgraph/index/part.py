@@ -9,7 +9,7 @@ as plain files in its own folder, and loads them back (memory-mapped where it ca
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,6 +18,21 @@ import numpy as np
 
 from hopgraph.corpus import Corpus, Passage
 from hopgraph.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class ReplayStep:
+    """One committed delta among several replayed as one change: its part's ``payload``,
+    where each row of the corpus after it ends up after the last (``to_final``, −1: deleted
+    later), and how many of its rows were kept (``n_keep``; its added passages follow)."""
+
+    payload: dict[str, Any]
+    to_final: np.ndarray
+    n_keep: int
+
+    def added_survivors(self) -> np.ndarray:
+        """Which of this delta's added passages are still there after the last delta."""
+        return self.to_final[self.n_keep :] >= 0
 
 
 @dataclass(frozen=True)
@@ -214,6 +229,16 @@ class IndexPart(ABC):
     ) -> IndexPart:
         """:meth:`update` from the ``payload`` an update of the same change left (equal to it)."""
         raise NotImplementedError(f"the {self.name!r} part cannot replay an update")
+
+    @classmethod
+    def combined_payload(
+        cls, steps: Sequence[ReplayStep], n_base_kept: int
+    ) -> dict[str, Any] | None:
+        """One payload that replays ``steps`` (consecutive deltas) as a single change from the
+        rows before the first (``n_base_kept`` of them kept) to the rows after the last, with
+        the same result as replaying them one by one; None when this part cannot (they are
+        then replayed one by one, each a whole re-assembly)."""
+        return None
 
     def compacted(self) -> IndexPart:
         """This part as a fresh build would lay it out (what updates kept aside is merged)."""

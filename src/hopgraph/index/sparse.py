@@ -8,6 +8,7 @@ feedback (RM3) and for later in-place updates.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from hopgraph.corpus import Corpus
 from hopgraph.index.part import (
     Change,
     IndexPart,
+    ReplayStep,
     load_records,
     merge_records,
     register_part,
@@ -223,6 +225,10 @@ class SparsePart(IndexPart):
         payload: dict[str, Any],
     ) -> SparsePart:
         return self.update(change, parts, old_parts)
+
+    @classmethod
+    def combined_payload(cls, steps: Sequence[ReplayStep], n_base_kept: int) -> dict[str, Any]:
+        return {}  # the added texts are tokenised again, whatever delta they came in
 
     def save(self, folder: Path) -> None:
         self.bm25.save(str(folder / "bm25"), show_progress=False)
