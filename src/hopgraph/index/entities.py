@@ -183,7 +183,8 @@ class EntityPart(IndexPart):
         if options.title_aliases and options.alias_mentions:  # the segments hold alias hits
             found = merge_records(load_records(f, "found") for f in folders)
         part = cls.assemble(corpus, options, raw, keys, found=found)
-        if uses_word_postings(options):
+        # segments written by a version without the postings (a resumed build) leave none
+        if uses_word_postings(options) and all((f / "words.keys.json").exists() for f in folders):
             part.words = WordPostings.from_records(
                 *merge_records(load_records(f, "words") for f in folders)
             )

@@ -91,7 +91,9 @@ class WordPostings:
             self._ids = {w: j for j, w in enumerate(self.keys)}
         return self._ids
 
-    def updated(self, old_to_new: np.ndarray, added_texts: Sequence[str], n_keep: int) -> Any:
+    def updated(
+        self, old_to_new: np.ndarray, added_texts: Sequence[str], n_keep: int
+    ) -> WordPostings:
         """After an update: ``old_to_new`` maps the current rows to the new ones (−1:
         deleted), and the texts ``added_texts`` become rows ``n_keep`` onwards."""
         base = np.arange(self.n_base) if self.to_current is None else self.to_current
