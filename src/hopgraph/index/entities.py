@@ -715,7 +715,7 @@ def rows_mentioning(
                 ]  # fmt: skip
                 out.update(batch[i] for i in hits)
                 continue
-            words, starts = _block_words(texts)
+            words, starts = block_words(texts)
             ends = [end for end, _ in automaton.iter(words)]
             if ends:
                 which = np.searchsorted(starts, np.asarray(ends), side="right") - 1
@@ -729,7 +729,7 @@ def rows_mentioning(
     return sorted(out)
 
 
-def _block_words(texts: list[str]) -> tuple[str, np.ndarray]:
+def block_words(texts: list[str]) -> tuple[str, np.ndarray]:
     """The words :func:`alias_spans` compares in each text (accents folded, runs of
     [0-9A-Za-z] lowercased), each text's between single spaces and the texts joined by NUL,
     as one ASCII string, with the offset where each text's part starts. Done with numpy over
@@ -760,7 +760,7 @@ def _block_words(texts: list[str]) -> tuple[str, np.ndarray]:
 @functools.cache
 def _word_table() -> np.ndarray:
     """Code point → ASCII byte: 0-9 and a-z themselves, A-Z lowercased, NUL kept, anything
-    else a space (:func:`_block_words` gives it ASCII bytes only)."""
+    else a space (:func:`block_words` gives it ASCII bytes only)."""
     table = np.full(129, 32, np.uint8)
     for c in "0123456789abcdefghijklmnopqrstuvwxyz":
         table[ord(c)] = ord(c)

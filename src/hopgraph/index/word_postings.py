@@ -29,7 +29,7 @@ def word_records(texts: Sequence[str], block: int = 4096) -> tuple[sp.csr_matrix
     """(texts × words) 0/1 matrix of the words each text holds, and the words, numbered in
     order of first appearance (so records of consecutive batches merge into the records of
     one pass, :func:`~hopgraph.index.part.merge_records`)."""
-    from hopgraph.index.entities import _block_words
+    from hopgraph.index.entities import block_words
 
     ids: dict[str, int] = {}
     indptr = [0]
@@ -37,7 +37,7 @@ def word_records(texts: Sequence[str], block: int = 4096) -> tuple[sp.csr_matrix
     for lo in range(0, len(texts), block):
         batch = list(texts[lo : lo + block])
         clean = [t.replace("\x00", " ") for t in batch]  # NUL separates the texts below
-        stream, _ = _block_words(clean)
+        stream, _ = block_words(clean)
         for part in stream.split("\x00"):
             row = sorted({ids.setdefault(w, len(ids)) for w in part.split()})
             cols.extend(row)
