@@ -50,9 +50,14 @@ class Change:
         return [self.new[i] for i in range(len(self.keep), len(self.new))]
 
     def old_to_new(self) -> np.ndarray:
-        """New row of each old row (-1: deleted)."""
-        out = np.full(len(self.old), -1, np.int64)
-        out[self.keep] = np.arange(len(self.keep))
+        """New row of each old row (-1: deleted); made once per change (several parts ask for
+        it, an O(n) array), read-only."""
+        out = self.__dict__.get("_old_to_new")
+        if out is None:
+            out = np.full(len(self.old), -1, np.int64)
+            out[self.keep] = np.arange(len(self.keep))
+            out.setflags(write=False)
+            object.__setattr__(self, "_old_to_new", out)  # a frozen dataclass: cache by hand
         return out
 
 
