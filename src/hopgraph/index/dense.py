@@ -35,6 +35,7 @@ from hopgraph.errors import ConfigError
 from hopgraph.index.ann import FILE as ANN_FILE
 from hopgraph.index.ann import AnnIndex
 from hopgraph.index.part import Change, IndexPart, ReplayStep, register_part
+from hopgraph.index.stacked_rows import StackedRows
 from hopgraph.models.embedder import (
     BACKENDS,
     DEFAULT_BACKEND,
@@ -169,12 +170,16 @@ class DensePart(IndexPart):
     def __init__(
         self,
         options: DenseOptions,
-        embeddings: np.ndarray,
+        embeddings: np.ndarray | StackedRows,
         hnsw: Any | None = None,
         ann: AnnIndex | None = None,
     ):
         super().__init__(options)
-        self.embeddings = embeddings
+        # the vectors, row i for passage i: after live updates, the stored matrix's kept rows
+        # plus the rows added since (not copied into one array: see stacked_rows)
+        rows = embeddings if isinstance(embeddings, StackedRows) else StackedRows.of(embeddings)
+        self.rows = rows
+        self._embeddings: np.ndarray | None = None
         # what encoded the passages ("same" or "torch-bf16"), when this process built them
         self.passage_encoder: str | None = None
         self.hnsw = hnsw
@@ -190,8 +195,21 @@ class DensePart(IndexPart):
         """The rows the graph covers: rows 0 .. ann_live-1 (later rows arrived after it);
         counted once (``ann_rows`` is fixed when the part is made), not on every search."""
         if self.ann_rows is None:
-            return self.embeddings.shape[0]
+            return self.rows.shape[0]
         return int(np.count_nonzero(self.ann_rows >= 0))
+
+    @property
+    def embeddings(self) -> np.ndarray:
+        """All vectors as one array: the stored matrix itself, or, after live updates, a copy
+        made on first use (search and the default method read rows through :meth:`vectors`
+        and :meth:`scores` without it)."""
+        if self._embeddings is None:
+            self._embeddings = self.rows.materialized()
+        return self._embeddings
+
+    def vectors(self, rows: np.ndarray | int) -> np.ndarray:
+        """The float32 vectors of ``rows`` (an int: one vector)."""
+        return self.rows.take(rows)
 
     @property
     def embedder(self) -> Embedder:
@@ -201,10 +219,10 @@ class DensePart(IndexPart):
             self._embedder = load_embedder(
                 o.model, precision=o.precision, max_seq_length=o.max_seq_length, backend=o.backend
             )
-            if self._embedder.dim != self.embeddings.shape[1]:
+            if self._embedder.dim != self.rows.shape[1]:
                 raise ConfigError(
                     f"model {o.model!r} gives {self._embedder.dim}-d vectors but the index holds "
-                    f"{self.embeddings.shape[1]}-d ones"
+                    f"{self.rows.shape[1]}-d ones"
                 )
         return self._embedder
 
@@ -298,15 +316,16 @@ class DensePart(IndexPart):
         *,
         progress: bool = False,
     ) -> DensePart:
-        """Kept rows are copied; only the added passages are encoded. The HNSW graph is rebuilt
-        from the vectors (single-threaded, fixed seed: the same graph a fresh build makes)."""
+        """Only the added passages are encoded; kept rows are read where they are stored (see
+        :class:`StackedRows`), and a part with a graph keeps it (see ``ann_rows``)."""
         o = self.options
         texts = [p.content for p in change.added_passages]
-        new = np.zeros((0, self.embeddings.shape[1]), np.float32)
-        if texts:  # by the encoder that made the kept rows
-            emb = self.embedder
+        new = np.zeros((0, self.rows.shape[1]), np.float32)
+        if texts:  # by the encoder that made the kept rows (not the query encoder as well)
             if self.passage_encoder == "torch-bf16":
                 emb = o.passage_embedder(o.fast_encode_min_passages)
+            else:
+                emb = self.embedder
             new = np.asarray(emb.encode(texts, batch_size=o.batch_size, progress=progress))
         part = self._with_vectors(change, np.asarray(new, np.float32))
         part.payload = {"vectors": part_vectors(new)}
@@ -335,11 +354,15 @@ class DensePart(IndexPart):
         return {"vectors": part_vectors(np.concatenate(blocks))}
 
     def _with_vectors(self, change: Change, new: np.ndarray) -> DensePart:
+        o, n = self.options, len(change.new)
         if self.ann is not None:  # the graph is kept: see ann_rows
             part = self.with_rows(change, new)
-        else:
-            kept = np.asarray(self.embeddings[change.keep], dtype=np.float32)
-            part = type(self).from_vectors(self.options, np.concatenate([kept, new]))
+        elif o.hnsw or o.uses_ann(n) or o.stored_dtype(n) != self.rows.dtype:
+            # an hnswlib graph, or grown past ann_min_passages: built as a fresh build would
+            kept = self.rows.take(change.keep)
+            part = type(self).from_vectors(o, np.concatenate([kept, new]))
+        else:  # no vector copied: the kept rows are read from the stored matrix
+            part = type(self)(o, self.rows.updated(change.keep, new))
         part._embedder = self._embedder
         part.passage_encoder = self.passage_encoder
         return part
@@ -347,9 +370,8 @@ class DensePart(IndexPart):
     def with_rows(self, change: Change, new: np.ndarray) -> DensePart:
         """The kept rows and ``new`` vectors under this part's HNSW graph (not rebuilt)."""
         assert self.ann is not None
-        dtype = self.embeddings.dtype
-        vectors = np.concatenate([np.asarray(self.embeddings[change.keep]), new.astype(dtype)])
-        keys = np.arange(self.embeddings.shape[0]) if self.ann_rows is None else self.ann_rows
+        vectors = self.rows.updated(change.keep, new)
+        keys = np.arange(self.rows.shape[0]) if self.ann_rows is None else self.ann_rows
         to_new = change.old_to_new()
         rows = np.where(keys >= 0, to_new[np.maximum(keys, 0)], -1)
         part = type(self)(self.options, vectors, None, self.ann)
@@ -357,15 +379,22 @@ class DensePart(IndexPart):
         return part
 
     def compacted(self) -> DensePart:
-        """This part with a graph built for its rows (no deleted keys, no exact tail)."""
-        if self.ann_rows is None:
+        """This part with its vectors as one array and a graph built for them (no deleted
+        keys, no exact tail)."""
+        if self.ann_rows is None and self.rows.plain:
             return self
-        part = type(self).from_vectors(self.options, np.asarray(self.embeddings, np.float32))
+        vectors = np.asarray(self.embeddings, np.float32)
+        if self.ann is None and not self.options.hnsw:  # no graph to build
+            part = type(self)(self.options, np.ascontiguousarray(vectors, self.rows.dtype))
+        else:
+            part = type(self).from_vectors(self.options, vectors)
         part._embedder = self._embedder
         part.passage_encoder = self.passage_encoder
         return part
 
     def save(self, folder: Path) -> None:
+        if not self.rows.plain:  # an index is saved whole only compacted
+            raise ValueError("save the compacted() part: its rows are not one array yet")
         np.save(folder / "embeddings.npy", np.ascontiguousarray(self.embeddings))
         if self.hnsw is not None:
             self.hnsw.save_index(str(folder / "hnsw.bin"))
@@ -391,11 +420,11 @@ class DensePart(IndexPart):
         return part
 
     def stats(self) -> dict[str, Any]:
-        n, d = self.embeddings.shape
+        n, d = self.rows.shape
         return {
             "passages": int(n),
             "dim": int(d),
-            "vectors": str(self.embeddings.dtype),
+            "vectors": str(self.rows.dtype),
             "ann": self.ann is not None,
             "hnsw": self.hnsw is not None,
             **({"passage_encoder": self.passage_encoder} if self.passage_encoder else {}),
@@ -411,19 +440,12 @@ class DensePart(IndexPart):
         """Cosine similarity of ``qvec`` (or a (q, dim) block) with every passage (float32;
         float16 vectors are widened a block of rows at a time, never all at once)."""
         single_threaded_blas()
-        q = qvec.T if qvec.ndim == 2 else qvec
-        emb = self.embeddings
-        if emb.dtype == np.float32:
-            return emb @ q
-        out = np.empty((emb.shape[0], *q.shape[1:]), np.float32)
-        for lo in range(0, emb.shape[0], _BLOCK):
-            out[lo : lo + _BLOCK] = emb[lo : lo + _BLOCK].astype(np.float32) @ q
-        return out
+        return self.rows.dot(qvec.T if qvec.ndim == 2 else qvec)
 
     def scores_for(self, qvec: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Cosine similarity with the passages at ``rows`` only."""
         single_threaded_blas()
-        return np.asarray(self.embeddings[rows], np.float32) @ qvec
+        return self.rows.take(rows) @ qvec
 
     def search_ann(self, qvec: np.ndarray, k: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
         """Approximate top-``k`` rows by cosine and their (exact) cosines, best first: the
@@ -440,7 +462,7 @@ class DensePart(IndexPart):
             gone = len(self.ann_rows) - live
             keys = self.ann.search(qvec, max(k, ef) + gone, ef + gone)[0]
             rows = self.ann_rows[keys]
-            rows = np.concatenate([rows[rows >= 0], np.arange(live, self.embeddings.shape[0])])
+            rows = np.concatenate([rows[rows >= 0], np.arange(live, self.rows.shape[0])])
         sims = self.scores_for(qvec, rows)
         order = np.lexsort((rows, -sims))[:k]  # the tie order of exact search
         return rows[order], sims[order]
@@ -452,7 +474,7 @@ class DensePart(IndexPart):
                 "this index has no HNSW graph: rebuild the dense part with hnsw=true "
                 "(hopgraph index ... --set dense.hnsw=true)"
             )
-        k = min(k, self.embeddings.shape[0])
+        k = min(k, self.rows.shape[0])
         self.hnsw.set_ef(max(ef, k))
         labels, dist = self.hnsw.knn_query(np.atleast_2d(qvecs), k=k, num_threads=1)
         return labels.astype(np.int64), (1.0 - dist).astype(np.float32)
@@ -464,7 +486,6 @@ def part_vectors(vectors: np.ndarray) -> np.ndarray:
 
 
 _BLAS_LIMITED = False
-_BLOCK = 65_536  # rows widened to float32 at a time
 
 
 def single_threaded_blas() -> None:

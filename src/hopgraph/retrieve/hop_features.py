@@ -311,7 +311,7 @@ def rewrites(index: Index, s: HopSettings, fh: FirstHop, anchors: list[int]) -> 
     q = np.asarray(fh.qvec, np.float64)
     cs = []
     for a in use:
-        h = q + np.asarray(dense.embeddings[a], np.float64)
+        h = q + np.asarray(dense.vectors(a), np.float64)
         h /= max(float(np.linalg.norm(h)), 1e-12)
         cs.append(cosines(dense, h.astype(np.float32), s.rewrite_k + 2))
     return Rewrites(use, texts, bm, cs)
@@ -378,9 +378,9 @@ def features(
             arg = link.argmax(axis=1)
             for i in np.flatnonzero(best > 0).tolist():
                 backlink_via[int(rows[i])] = int(A[has][arg[i]])
-        H = np.asarray(dense.embeddings[A], np.float64) + np.asarray(fh.qvec, np.float64)[None, :]
+        H = np.asarray(dense.vectors(A), np.float64) + np.asarray(fh.qvec, np.float64)[None, :]
         H /= np.maximum(np.linalg.norm(H, axis=1, keepdims=True), 1e-12)
-        hop = np.asarray(dense.embeddings[rows], np.float64) @ H.T
+        hop = np.asarray(dense.vectors(rows), np.float64) @ H.T
         hop[self_hit] = -1.0
         X[:, COL["hop_cosine"]] = hop.max(axis=1)
         idf_q = maps.idf.copy()
