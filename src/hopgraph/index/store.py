@@ -55,6 +55,7 @@ from hopgraph.errors import (
     UnknownIdError,
     UpdateError,
 )
+from hopgraph.gc_pause import gc_paused
 from hopgraph.index.manifest import (
     FORMAT,
     FORMAT_VERSION,
@@ -221,6 +222,7 @@ class Index:
         return built
 
     # -- live updates ---------------------------------------------------------------------
+    @gc_paused()
     def updated(
         self,
         add: Sequence[Passage] = (),
@@ -490,6 +492,7 @@ class Index:
         return path
 
     @classmethod
+    @gc_paused()
     def load(cls, path: str | os.PathLike[str], *, mmap: bool = True, verify: bool = True) -> Index:
         """Load an index folder; a missing, partial, corrupt or incompatible one raises."""
         root = Path(path).resolve()
