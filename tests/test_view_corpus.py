@@ -38,3 +38,17 @@ def test_a_view_of_a_view_reads_as_the_list_it_stands_for(tmp_path):
         assert view.get(want[7].id) == want[7] and view.position(want[-1].id) == len(want) - 1
     with pytest.raises(CorpusError, match="duplicate"):
         ViewCorpus(Corpus(passages[:3]), [0, 1], [passages[0]])
+
+
+def test_duplicate_ids_are_named_by_every_corpus_kind(tmp_path):
+    passages = [Passage(f"p{i}", "", f"text {i}") for i in range(5)]
+    offsets, ids = write_passages([*passages, Passage("p3", "", "again")], tmp_path / "d.jsonl")
+    with pytest.raises(CorpusError, match="duplicate passage id 'p3'"):
+        FileCorpus(tmp_path / "d.jsonl", offsets, ids)
+    offsets, ids = write_passages(passages, tmp_path / "p.jsonl")
+    base = FileCorpus(tmp_path / "p.jsonl", offsets, ids)
+    assert [base.position(i) for i in ids] == list(range(5))
+    with pytest.raises(CorpusError, match="duplicate passage id 'p1'"):
+        ViewCorpus(base, [0, 1, 2], [Passage("p1", "", "again")])
+    view = ViewCorpus(base, [0, 2], [Passage("p1", "", "replaced")])  # deleted, added again
+    assert [view.position(i) for i in ("p0", "p2", "p1")] == [0, 1, 2]

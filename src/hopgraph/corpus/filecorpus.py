@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from hopgraph.corpus.passage import Corpus, Passage
+from hopgraph.corpus.passage import Corpus, Passage, positions_of
 from hopgraph.errors import CorpusError
 
 
@@ -88,10 +88,7 @@ class FileCorpus(Corpus):
             ids = [p.id for p in self]
         if len(ids) != len(self._offsets) - 1:
             raise CorpusError(f"{len(ids)} ids for {len(self._offsets) - 1} lines", self.path)
-        self._pos: dict[str, int] = {}
-        for i, pid in enumerate(ids):
-            if self._pos.setdefault(pid, i) != i:
-                raise CorpusError(f"duplicate passage id {pid!r}", self.source)
+        self._pos = positions_of(ids, self.source)
 
     @property
     def offsets(self) -> np.ndarray:

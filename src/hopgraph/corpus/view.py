@@ -12,8 +12,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from hopgraph.corpus.passage import Corpus, Passage
-from hopgraph.errors import CorpusError
+from hopgraph.corpus.passage import Corpus, Passage, positions_of
 
 
 class ViewCorpus(Corpus):
@@ -39,10 +38,7 @@ class ViewCorpus(Corpus):
         self.base, self.rows, self.added = base, rows, added
         self.source = source if source is not None else base.source
         self._ids = new_ids
-        self._pos: dict[str, int] = {}
-        for i, pid in enumerate(new_ids):
-            if self._pos.setdefault(pid, i) != i:
-                raise CorpusError(f"duplicate passage id {pid!r}", self.source)
+        self._pos = positions_of(new_ids, self.source)
 
     def __len__(self) -> int:
         return len(self._ids)
