@@ -35,8 +35,9 @@ class Passage:
 
 
 def positions_of(ids: Sequence[str], source: object | None = None) -> dict[str, int]:
-    """Row of each id; CorpusError names the first id that occurs twice. Built in C (a million
-    ids in ~0.1 s, a fifth of a Python loop's time): updates at 1M passages make two."""
+    """Row of each id; CorpusError names the first id that occurs twice. Built by ``dict(zip)``
+    in C, not a Python loop (a million ids: ~0.37 s against ~0.48 s here; an update at 1M
+    passages makes two of these maps)."""
     pos = dict(zip(ids, range(len(ids)), strict=True))
     if len(pos) != len(ids):
         seen: set[str] = set()
