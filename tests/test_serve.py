@@ -266,7 +266,9 @@ def test_unknown_paths_and_methods(client):
     r = client.put("/search", json={"query": "x"})
     err(r, 405, "method_not_allowed")
     assert "POST" in r.headers["allow"]
-    err(client.get("/search"), 405)
+    assert err(r, 405)["message"] == "this route does not take PUT; it takes POST"
+    e = err(client.get("/search"), 405)  # what a user trying curl "/search?q=..." is told
+    assert "takes POST with a JSON body" in e["message"] and "GET /?q=" in e["message"]
 
 
 # -- passages and updates ---------------------------------------------------------------------

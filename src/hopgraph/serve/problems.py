@@ -106,9 +106,25 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
         return error_response(400, "invalid_encoding", "the request body is not valid UTF-8")
     message = exc.detail if isinstance(exc.detail, str) else "request failed"
     headers = getattr(exc, "headers", None)
+    if status == 405:
+        message = _not_allowed(request, headers)
     if status < 200 or status in (204, 304):
         return Response(status_code=status, headers=headers)
     return error_response(status, _HTTP_TYPES.get(status, "http_error"), message, headers=headers)
+
+
+def _not_allowed(request: Request, headers: dict[str, str] | None) -> str:
+    """What a route takes instead (no part of the request is echoed but its method, which is
+    one of a few tokens)."""
+    allow = (headers or {}).get("Allow") or (headers or {}).get("allow") or ""
+    method = request.method if request.method.isalpha() else "this method"
+    method = clip(method, 16)
+    message = f"this route does not take {method}" + (f"; it takes {allow}" if allow else "")
+    if request.url.path.endswith("/search") and method == "GET":
+        message += (
+            ' with a JSON body such as {"query": "...", "k": 10}; the search page is GET /?q=...'
+        )
+    return message
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
