@@ -111,14 +111,17 @@ def comparisons(results, key: str) -> dict[str, dict]:
     return out
 
 
-def held_out_rankers(data_dir: Path, index_dir: Path | None, folder: Path) -> dict[str, dict]:
+def held_out_rankers(
+    data_dir: Path, index_dir: Path | None, folder: Path, names: list[str] | None = None
+) -> dict[str, dict]:
     """Ranker files fitted without each evaluated set (``set``) and without its family
-    (``family``), as :mod:`default_ranker` fits the shipped one."""
+    (``family``), as :mod:`default_ranker` fits the shipped one; for ``names`` (default: every
+    evaluated set)."""
     corpora = [default_index(n, f, data_dir, index_dir, split) for n, split, f in TRAINING]
     s = MultihopParams().settings()
     cache: dict = {}
     out: dict[str, dict] = {}
-    for name, _ in SETS:
+    for name in names or [n for n, _ in SETS]:
         family = train(corpora, s, exclude=name, progress=False, cache=cache)
         by_name = [replace(c, family=c.name) for c in corpora]  # hold out this corpus only
         alone = train(by_name, s, exclude=name, progress=False, cache=cache)

@@ -80,7 +80,10 @@ class MultihopParams:
     rerank: int = option(
         0, "rescore the top N with the cross-encoder, mixed with the ranker's score (0: off)"
     )
-    rerank_mix: float = option(1.0, "weight of the ranker's score beside the cross-encoder's")
+    rerank_mix: float = option(
+        8.0,  # chosen leaving each multi-hop set out in turn (docs/benchmarks.md, issue 22)
+        "weight of the ranker's score beside the cross-encoder's",
+    )
     rerank_model: str = option("", "cross-encoder for rerank (empty: the packaged reranker)")
 
     def validate(self) -> None:
