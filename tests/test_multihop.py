@@ -280,6 +280,14 @@ def test_rerank_switch_reorders_only_the_top_n(demo_dataset, default_index):
         want = zscore(ce.score(q.text, texts)) + 0.5 * zscore(np.array(a.scores[:8]))
         assert b.ids[:8] == [a.ids[i] for i in np.lexsort((np.arange(8), -want))]
         moved += a.ids != b.ids
+        # each rescored hit says where the ranker alone put it, and in words when it moved
+        for place, (pid, why) in enumerate(zip(b.ids, b.explanations, strict=True), 1):
+            if place > 8:
+                assert "ranker_rank" not in why
+                continue
+            assert why["ranker_rank"] == a.ids.index(pid) + 1
+            said = f"by the cross-encoder (the ranker's #{why['ranker_rank']})" in why["summary"]
+            assert said == (why["ranker_rank"] != place)
     assert moved  # the cross-encoder changes some order
     with pytest.raises(ConfigError):
         get_retriever(default_index, rerank=-1)

@@ -81,6 +81,15 @@ def explain_hits(
     return out
 
 
+def note_rerank(hit: dict[str, Any], place: int, ranker_place: int) -> None:
+    """Say in ``hit`` that the cross-encoder rescored it (the default's ``rerank=N``), and where
+    the ranker alone had put it when that differs."""
+    hit["ranker_rank"] = ranker_place
+    if ranker_place != place:
+        moved = "up" if ranker_place > place else "down"
+        hit["summary"] += f". moved {moved} by the cross-encoder (the ranker's #{ranker_place})"
+
+
 def _entity_label(index: Index, entity: int) -> str:
     """An entity as a reader knows it: the title of its own page, else its indexed name."""
     ents = index.part("entities")

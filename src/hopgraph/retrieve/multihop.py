@@ -187,7 +187,9 @@ class MultihopRetriever(Retriever):
         if allowed is not None:  # a metadata filter: the candidates that match, in order
             order = order[allowed[last.rows[order]]]
         rows, scores = last.rows[order], last.scores[order]
+        was: dict[int, int] = {}  # rescored passages: their place in the ranker's order
         if self.cross_encoder is not None:
+            was = {r: i for i, r in enumerate(rows[: self.params.rerank].tolist(), 1)}
             order, rows, scores = self._rescored(query, order, rows, scores)
         if k > len(rows) and allowed is not None:  # the matching passages past them: their RRF
             seen = np.zeros(len(self.ids), bool)
@@ -215,9 +217,13 @@ class MultihopRetriever(Retriever):
         picked = order[: min(k, len(order))]
 
         def explain() -> list[dict[str, Any]]:
-            from hopgraph.retrieve.explain import explain_hits
+            from hopgraph.retrieve.explain import explain_hits, note_rerank
 
-            return explain_hits(self.index, self.ranker, last, picked, len(rows))
+            hits = explain_hits(self.index, self.ranker, last, picked, len(rows))
+            for place, (hit, row) in enumerate(zip(hits, rows.tolist(), strict=True), 1):
+                if row in was:
+                    note_rerank(hit, place, was[row])
+            return hits
 
         info = {"candidates": int(len(last.rows)), "anchors": len(last.anchors)}
         return self._ranking(query, rows, scores, explain, info)
