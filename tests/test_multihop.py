@@ -261,25 +261,40 @@ def test_title_words_do_not_keep_their_corpus_alive():
 
 def test_rerank_switch_reorders_only_the_top_n(demo_dataset, default_index):
     """rerank=N: the top N are the same passages, reordered by the mix of the packaged
-    cross-encoder and the ranker; past N nothing moves; scores still descend; a huge
+    cross-encoder and the ranker (with rerank_paths, the cross-encoder's part as path scores
+    through the passages that led to them); past N nothing moves; scores still descend; a huge
     rerank_mix gives back the ranker's order."""
     from hopgraph.models.cross_encoder import load_cross_encoder
-    from hopgraph.retrieve.model_search import zscore
+    from hopgraph.retrieve.model_search import path_scores, zscore
+    from hopgraph.retrieve.multihop import rescored_via, score_candidates
 
     plain = get_retriever(default_index)
-    switched = get_retriever(default_index, rerank=8, rerank_mix=0.5)
+    switched = get_retriever(default_index, rerank=8, rerank_mix=0.5, rerank_paths=False)
+    paths = get_retriever(default_index, rerank=8, rerank_mix=0.5)
     ranker_only = get_retriever(default_index, rerank=8, rerank_mix=1e6)
     ce = load_cross_encoder()
-    moved = 0
+    dense = default_index.part("dense")
+    moved = via_used = 0
     for q in demo_dataset.questions[:6]:
-        a, b = plain.search(q.text, 20), switched.search(q.text, 20)
-        assert set(a.ids[:8]) == set(b.ids[:8]) and a.ids[8:] == b.ids[8:]
-        assert b.scores == sorted(b.scores, reverse=True)
+        a, b, c = plain.search(q.text, 20), switched.search(q.text, 20), paths.search(q.text, 20)
+        for r in (b, c):
+            assert set(a.ids[:8]) == set(r.ids[:8]) and a.ids[8:] == r.ids[8:]
+            assert r.scores == sorted(r.scores, reverse=True)
         assert ranker_only.search(q.text, 20).ids == a.ids
         texts = [default_index.corpus.get(i).content for i in a.ids[:8]]
-        want = zscore(ce.score(q.text, texts)) + 0.5 * zscore(np.array(a.scores[:8]))
+        ce_scores, base = ce.score(q.text, texts), zscore(np.array(a.scores[:8]))
+        want = zscore(ce_scores) + 0.5 * base
         assert b.ids[:8] == [a.ids[i] for i in np.lexsort((np.arange(8), -want))]
+        found = score_candidates(
+            default_index, plain.settings, q.text, dense.encode_queries([q.text])[0],
+            plain.ranker.score,
+        )  # fmt: skip
+        rows = np.array([default_index.corpus.position(i) for i in a.ids[:8]])
+        via = rescored_via(found, rows)
+        want = path_scores(ce_scores, via) + 0.5 * base
+        assert c.ids[:8] == [a.ids[i] for i in np.lexsort((rows, -want))]
         moved += a.ids != b.ids
+        via_used += int((via >= 0).sum())
         # each rescored hit says where the ranker alone put it, and in words when it moved
         for place, (pid, why) in enumerate(zip(b.ids, b.explanations, strict=True), 1):
             if place > 8:
@@ -289,5 +304,21 @@ def test_rerank_switch_reorders_only_the_top_n(demo_dataset, default_index):
             said = f"by the cross-encoder (the ranker's #{why['ranker_rank']})" in why["summary"]
             assert said == (why["ranker_rank"] != place)
     assert moved  # the cross-encoder changes some order
+    assert via_used  # some rescored passage was reached through another one
     with pytest.raises(ConfigError):
         get_retriever(default_index, rerank=-1)
+
+
+def test_path_scores_lift_a_second_hop_to_the_mean_of_its_path():
+    """A passage reached through another scores max(own, mean of the two), in z-scores; the
+    others keep their z-scores."""
+    from hopgraph.retrieve.model_search import path_scores, zscore
+
+    model = np.array([3.0, 1.0, 0.0, 2.0, -1.0])
+    via = np.array([-1, 0, -1, 2, -1])  # 1 was reached through 0, 3 through 2
+    z = zscore(model)
+    out = path_scores(model, via)
+    assert out[1] == pytest.approx((z[1] + z[0]) / 2) and out[1] > z[1]
+    assert out[3] == pytest.approx(z[3])  # its path (through the weaker 2) is worse than itself
+    assert out[[0, 2, 4]] == pytest.approx(z[[0, 2, 4]])
+    assert path_scores(model, np.full(5, -1)) == pytest.approx(z)

@@ -67,14 +67,32 @@ def zscore(x: np.ndarray) -> np.ndarray:
     return (x - x.mean()) / sd if sd > 0 else np.zeros_like(x)
 
 
+def path_scores(model: np.ndarray, via: np.ndarray) -> np.ndarray:
+    """The model's scores z-scored, where a passage reached through another of the same
+    passages (``via[i]``: that one's position, −1 for none) scores at least the mean of the two:
+    a second hop is as relevant as the path that leads to it, which a (query, passage) pair
+    alone does not see."""
+    z = zscore(model)
+    out = z.copy()
+    has = np.asarray(via) >= 0
+    out[has] = np.maximum(z[has], (z[has] + z[np.asarray(via)[has]]) / 2)
+    return out
+
+
 def mixed_model_search(
-    pairs: PairCache, rows: np.ndarray, base_scores: np.ndarray, mix: float
+    pairs: PairCache,
+    rows: np.ndarray,
+    base_scores: np.ndarray,
+    mix: float,
+    via: np.ndarray | None = None,
 ) -> RowsScores:
     """``O_m`` interpolated with the first stage: ``rows`` by ``z(model) + mix · z(base)``,
-    each score z-scored over ``rows`` (so the two scales need not agree); ``mix = 0`` is
-    :func:`model_search`."""
+    each score z-scored over ``rows`` (so the two scales need not agree); with ``via``, the
+    model's part is :func:`path_scores`. ``mix = 0`` without ``via`` is :func:`model_search`."""
     rows = np.asarray(rows, dtype=np.int64)
     model = pairs.scores(rows)
+    if via is not None:
+        return sorted_by(rows, path_scores(model, via) + mix * zscore(base_scores))
     if not mix:
         return sorted_by(rows, model)
     return sorted_by(rows, zscore(model) + mix * zscore(base_scores))
@@ -102,6 +120,7 @@ __all__ = [
     "graph_model_search",
     "mixed_model_search",
     "model_search",
+    "path_scores",
     "sorted_by",
     "zscore",
 ]

@@ -81,8 +81,13 @@ class MultihopParams:
         0, "rescore the top N with the cross-encoder, mixed with the ranker's score (0: off)"
     )
     rerank_mix: float = option(
-        8.0,  # chosen leaving each multi-hop set out in turn (docs/benchmarks.md, issue 22)
+        6.0,  # chosen leaving each multi-hop set out in turn (docs/benchmarks.md, issue 22)
         "weight of the ranker's score beside the cross-encoder's",
+    )
+    rerank_paths: bool = option(
+        True,
+        "a rescored passage reached through another (a first-hop passage's bridge page or back "
+        "link) scores at least the mean of the two cross-encoder scores",
     )
     rerank_model: str = option("", "cross-encoder for rerank (empty: the packaged reranker)")
 
@@ -190,7 +195,7 @@ class MultihopRetriever(Retriever):
         was: dict[int, int] = {}  # rescored passages: their place in the ranker's order
         if self.cross_encoder is not None:
             was = {r: i for i, r in enumerate(rows[: self.params.rerank].tolist(), 1)}
-            order, rows, scores = self._rescored(query, order, rows, scores)
+            order, rows, scores = self._rescored(query, order, rows, scores, last)
         if k > len(rows) and allowed is not None:  # the matching passages past them: their RRF
             seen = np.zeros(len(self.ids), bool)
             seen[rows] = True
@@ -229,15 +234,18 @@ class MultihopRetriever(Retriever):
         return self._ranking(query, rows, scores, explain, info)
 
     def _rescored(
-        self, query: str, order: np.ndarray, rows: np.ndarray, scores: np.ndarray
+        self, query: str, order: np.ndarray, rows: np.ndarray, scores: np.ndarray, found: Scored
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The top ``rerank`` candidates reordered by ``z(cross-encoder) + rerank_mix ·
-        z(ranker)``; their new scores sit above the rest's, which keep theirs."""
+        z(ranker)`` (with ``rerank_paths``, the cross-encoder's part scores paths:
+        :func:`~hopgraph.retrieve.model_search.path_scores`); their new scores sit above the
+        rest's, which keep theirs."""
         n = min(self.params.rerank, len(rows))
         if n < 2:
             return order, rows, scores
         pairs = PairCache(self.cross_encoder, query, self.index.corpus)
-        top, mixed = mixed_model_search(pairs, rows[:n], scores[:n], self.params.rerank_mix)
+        via = rescored_via(found, rows[:n]) if self.params.rerank_paths else None
+        top, mixed = mixed_model_search(pairs, rows[:n], scores[:n], self.params.rerank_mix, via)
         where = {r: i for i, r in enumerate(rows[:n].tolist())}
         perm = np.array([where[r] for r in top.tolist()], np.int64)
         rest = scores[n:]
@@ -247,6 +255,21 @@ class MultihopRetriever(Retriever):
             np.concatenate([top, rows[n:]]),
             np.concatenate([mixed + lift, rest]),
         )
+
+
+def rescored_via(found: Scored, rows: np.ndarray) -> np.ndarray:
+    """For each of ``rows``: the position among ``rows`` of the first-hop passage it was reached
+    through (it is that passage's bridge page, else it links back to it), −1 for none or when
+    that passage is not among ``rows``."""
+    rows_l = np.asarray(rows).tolist()
+    where = {r: i for i, r in enumerate(rows_l)}
+    out = np.full(len(rows_l), -1, np.int64)
+    for i, r in enumerate(rows_l):
+        bridge = found.feats.bridge_via.get(r)
+        anchor = bridge[0] if bridge is not None else found.feats.backlink_via.get(r)
+        if anchor is not None:
+            out[i] = where.get(anchor, -1)
+    return out
 
 
 _RANKERS: dict[str, RankerSet] = {}
