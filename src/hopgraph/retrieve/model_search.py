@@ -73,9 +73,10 @@ def path_scores(model: np.ndarray, via: np.ndarray) -> np.ndarray:
     a second hop is as relevant as the path that leads to it, which a (query, passage) pair
     alone does not see."""
     z = zscore(model)
+    via = np.asarray(via)
+    has = via >= 0
     out = z.copy()
-    has = np.asarray(via) >= 0
-    out[has] = np.maximum(z[has], (z[has] + z[np.asarray(via)[has]]) / 2)
+    out[has] = np.maximum(z[has], (z[has] + z[via[has]]) / 2)
     return out
 
 
