@@ -129,7 +129,9 @@ def test_max_normalize():
 
 
 def test_query_without_known_terms(demo_index):
-    assert len(get_retriever(demo_index, "bm25").search("zzzqqq", k=5)) == 0
+    bm25 = get_retriever(demo_index, "bm25").search("zzzqqq", k=5)  # no match: corpus order
+    assert bm25.ids == [demo_index.corpus[i].id for i in range(5)]
+    assert all(why["filled"].startswith("corpus order") for why in bm25.explanations)
     assert len(get_retriever(demo_index, "dense").search("zzzqqq", k=5)) == 5
 
 

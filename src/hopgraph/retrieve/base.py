@@ -65,6 +65,11 @@ class Retriever(ABC):
     """True when the method applies :func:`allowed_rows` itself (its ranking restricted to the
     matching passages, or candidates drawn from them first); otherwise a filtered search asks
     the method for a deeper ranking until it holds ``k`` matching passages."""
+    fill_from: ClassVar[str | None] = None
+    """The method whose ranking continues this one's when it has fewer than ``k`` hits (its
+    seed or first-stage ranking), before corpus order; None: corpus order alone."""
+    fill_label: ClassVar[str] = "first-stage ranking"
+    """What ``fill_from``'s ranking is to this method, in the explanations of filled hits."""
 
     def __init__(self, index: Index, params: Any):
         missing = index.missing(self.parts_for(params))
@@ -111,10 +116,10 @@ class Retriever(ABC):
         else:
             qvecs = [None] * len(queries)
         if allowed is None:
-            return self._search_many(list(queries), k, qvecs)
+            return self._complete(list(queries), k, qvecs)
         if self.filters_natively:
             with _allowing(allowed):
-                out = self._search_many(list(queries), k, qvecs)
+                out = self._complete(list(queries), k, qvecs)
         else:
             out = self._deepened(list(queries), k, qvecs, allowed, n_allowed)
         for r in out:
@@ -130,22 +135,70 @@ class Retriever(ABC):
         n_allowed: int,
     ) -> list[Ranking]:
         """The method's own ranking restricted to the ``allowed`` rows: asked for deep enough
-        that ``k`` of its hits match (about k·n/matches, doubled), and deeper while short."""
+        that ``k`` of its hits match (about k·n/matches, doubled), and deeper while short (at
+        once to every passage when the method's own hits ran out and were filled)."""
         n = len(self.ids)
         depth = min(n, max(2 * k, math.ceil(2 * k * n / n_allowed)))
         out: list[Ranking | None] = [None] * len(queries)
         todo = list(range(len(queries)))
         while todo:
-            got = self._search_many([queries[i] for i in todo], depth, [qvecs[i] for i in todo])
-            short = []
+            got = self._complete([queries[i] for i in todo], depth, [qvecs[i] for i in todo])
+            short, filled = [], False
             for i, r in zip(todo, got, strict=True):
                 keep = allowed[r.rows]  # every ranking is made by _ranking, with its rows
                 if int(keep.sum()) >= k or len(r.ids) < depth or depth >= n:
                     out[i] = r.restricted(keep, k)
                 else:
                     short.append(i)
-            todo, depth = short, min(n, depth * 4)
+                    filled = filled or bool(r.info.get("filled"))
+            todo, depth = short, n if filled else min(n, depth * 4)
         return [r for r in out if r is not None]
+
+    def _complete(
+        self, queries: list[str], k: int, qvecs: Sequence[np.ndarray | None]
+    ) -> list[Ranking]:
+        """The method's rankings, each with ``k`` hits: one with fewer is filled
+        (:meth:`_filled`). ``k`` is at most the number of passages the search may return."""
+        out = self._search_many(queries, k, qvecs)
+        return [
+            r if len(r) >= k else self._filled(r, k, v) for r, v in zip(out, qvecs, strict=True)
+        ]
+
+    def fill_source(self) -> tuple[str, Retriever] | None:
+        """What continues a short ranking before corpus order: its label for explanations and
+        its retriever (by default ``fill_from``'s, built once); None: corpus order alone."""
+        if self.fill_from is None:
+            return None
+        filler: Retriever | None = self.__dict__.get("_filler")
+        if filler is None:
+            filler = self._filler = get_retriever(self.index, self.fill_from)
+        return self.fill_label, filler
+
+    def _filled(self, r: Ranking, k: int, qvec: np.ndarray | None) -> Ranking:
+        """``r`` continued to ``k`` hits, never repeating a passage and only with passages the
+        search's filter allows: first the :meth:`fill_source` ranking, then corpus order; scores
+        below ``r``'s last, each filled hit's explanation says so (``filled``)."""
+        allowed = allowed_rows()
+        free = np.ones(len(self.ids), bool) if allowed is None else allowed.copy()
+        assert r.rows is not None  # every ranking is made by _ranking, with its rows
+        free[r.rows] = False
+        need = k - len(r)
+        after = f"after {self.name}'s {len(r)} hit{'' if len(r) == 1 else 's'}"
+        first = np.zeros(0, np.int64)
+        notes: list[dict[str, Any]] = []
+        source = self.fill_source()
+        if source is not None:
+            label, filler = source
+            first = _free_rows(filler, r.query, qvec, free, need)
+            free[first] = False
+            label = f"{label} ({filler.name})"
+            notes = [{"filled": f"{label}, {after}"} for _ in first.tolist()]
+            if len(first):
+                after += f" and {len(first)} from its {label}"
+        rest = np.flatnonzero(free)[: need - len(first)]
+        notes += [{"filled": f"corpus order, {after}"} for _ in rest.tolist()]
+        rows = np.concatenate([first, rest])
+        return r.extended([self.ids[i] for i in rows.tolist()], rows, notes)
 
     def _search_many(
         self, queries: list[str], k: int, qvecs: Sequence[np.ndarray | None]
@@ -179,6 +232,25 @@ class Retriever(ABC):
 
     def describe(self) -> dict[str, Any]:
         return {"method": self.name, "params": asdict(self.params)}
+
+
+def _free_rows(
+    filler: Retriever, query: str, qvec: np.ndarray | None, free: np.ndarray, need: int
+) -> np.ndarray:
+    """The first ``need`` rows of ``filler``'s unfiltered ranking of ``query`` that are
+    ``free`` (a boolean row mask), asked deeper while it holds too few of them."""
+    n = len(free)
+    if filler.uses_dense and qvec is None:
+        qvec = filler.index.part("dense").encode_queries([query])[0]
+    depth = min(n, max(2 * need, math.ceil(2 * need * n / max(int(free.sum()), 1))))
+    with unfiltered():
+        while True:
+            got = filler._search(query, depth, qvec)
+            rows = np.asarray(got.rows, np.int64)
+            rows = rows[free[rows]]
+            if len(rows) >= need or len(got) < depth or depth >= n:
+                return rows[:need]
+            depth = min(n, depth * 4)
 
 
 _METHODS: dict[str, type[Retriever]] = {}

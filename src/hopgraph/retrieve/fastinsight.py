@@ -82,6 +82,9 @@ class _CrossEncoderRetriever(Retriever):
         self.uses_dense = type(self).uses_dense or self.base.uses_dense  # type: ignore[misc]
         self.model = load_cross_encoder(params.model, max_length=params.max_length or None)
 
+    def fill_source(self) -> tuple[str, Retriever]:
+        return "base ranking", self.base
+
     def _base(self, query: str, depth: int, qvec: np.ndarray | None) -> Ranking:
         return self.base._search(query, min(depth, len(self.ids)), qvec)
 

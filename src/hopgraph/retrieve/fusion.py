@@ -135,6 +135,8 @@ class ComposedRetriever(Retriever):
 
     name = "composed"
     filters_natively = True  # BM25 candidates drawn from the matching passages
+    fill_from = "dense"  # past the BM25 candidates: the rest by cosine
+    fill_label = "vector search"
     Params = ComposedParams
     requires = ("sparse", "dense")
     uses_dense = True

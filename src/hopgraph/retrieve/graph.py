@@ -75,11 +75,18 @@ class _PPRRetriever(Retriever):
     seed_source: ClassVar[str | None] = None  # name of the seed retriever, None = entities only
     requires = ("sparse", "entities")
     filters_natively = True  # seeds from every passage, the walk's matching passages ranked
+    fill_from = "bm25"  # past the passages the walk reaches: the seed ranking, else BM25's
+    fill_label = "seed ranking"
 
     def __init__(self, index, params):  # noqa: ANN001
         super().__init__(index, params)
         self.entities = index.part("entities")
         self.seeder = get_retriever(index, self.seed_source) if self.seed_source else None
+
+    def fill_source(self) -> tuple[str, Retriever] | None:
+        if self.seeder is not None:
+            return self.fill_label, self.seeder
+        return super().fill_source()
 
     def graph(self) -> BipartiteGraph:
         p: GraphParams = self.params
@@ -181,6 +188,7 @@ class _PPRRetriever(Retriever):
 class GraphRetriever(_PPRRetriever):
     name = "graph"
     summary = "SPRIG Graph: PPR seeded by the query's entities (uniform fallback)"
+    fill_label = "lexical ranking"
 
 
 @register_method
@@ -234,6 +242,8 @@ class RRFPPRFusionRetriever(_PPRRetriever):
     Params = FusionParams
     requires = ("sparse", "dense", "entities")
     uses_dense = True
+    fill_from = "rrf"
+    fill_label = "fused base ranking"
     summary = "RRF of the rrf ranking and the entity-seeded PPR ranking"
 
     def __init__(self, index, params):  # noqa: ANN001
@@ -289,6 +299,8 @@ class TfidfGraphRetriever(Retriever):
 
     name = "tfidf_graph"
     filters_natively = True
+    fill_from = "bm25"  # past the passages the walk reaches: BM25 of the same query terms
+    fill_label = "lexical ranking"
     Params = TermGraphParams
     summary = "PPR over a TF-IDF term-passage graph (MixPR-like baseline)"
 

@@ -107,6 +107,9 @@ class _GraphERRetriever(Retriever):
         self.base = get_retriever(index, params.base)
         self.uses_dense = type(self).uses_dense or self.base.uses_dense  # type: ignore[misc]
 
+    def fill_source(self) -> tuple[str, Retriever]:
+        return "base ranking", self.base  # past the top n: the base's next passages
+
     def rerank(self, g: CandidateGraph, qvec: np.ndarray | None) -> np.ndarray:
         """New scores of the candidates (same order as ``g.rows``)."""
         raise NotImplementedError

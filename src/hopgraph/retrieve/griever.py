@@ -139,6 +139,8 @@ class _Hop:
 class GrieverRetriever(Retriever):
     name = "griever"
     Params = GrieverParams
+    fill_from = "dense"  # past the walk and the question's composed ranking: cosine
+    fill_label = "vector search"
     requires = ("sparse", "dense", "triples", "partial_triples", "same_as")
     summary = "GRIEVER: multi-step retrieval over partial triples and synonyms (no LLM)"
 

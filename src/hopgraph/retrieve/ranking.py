@@ -51,6 +51,9 @@ class Ranking:
         the same order, with their explanations (computed only if asked for)."""
         pos = np.flatnonzero(keep)[:k]
         parent = self
+        info = dict(self.info)
+        if "filled" in info:  # the filled hits kept
+            info["filled"] = int((pos >= len(self.ids) - info["filled"]).sum())
 
         def explain() -> list[dict[str, Any]]:
             whys = parent.explanations
@@ -61,9 +64,29 @@ class Ranking:
             method=self.method,
             ids=[self.ids[i] for i in pos.tolist()],
             scores=[self.scores[i] for i in pos.tolist()],
-            info=dict(self.info),
+            info=info,
             explain=explain,
             rows=None if self.rows is None else self.rows[pos],
+        )
+
+    def extended(self, ids: list[str], rows: np.ndarray, notes: list[dict[str, Any]]) -> Ranking:
+        """This ranking followed by the passages ``ids`` (index ``rows``), scored below its last
+        hit in the given order and explained by ``notes``; ``info["filled"]`` counts them."""
+        last = self.scores[-1] if self.scores else 0.0
+        m = len(ids)
+        parent = self
+
+        def explain() -> list[dict[str, Any]]:
+            return [*parent.explanations, *notes]
+
+        return Ranking(
+            query=self.query,
+            method=self.method,
+            ids=[*self.ids, *ids],
+            scores=[*self.scores, *(last - 1.0 - np.arange(m) / max(m, 1)).tolist()],
+            info={**self.info, "filled": m},
+            explain=explain,
+            rows=None if self.rows is None else np.concatenate([self.rows, rows]),
         )
 
     def to_dict(self) -> dict[str, Any]:
