@@ -318,16 +318,8 @@ class DensePart(IndexPart):
     ) -> DensePart:
         """Only the added passages are encoded; kept rows are read where they are stored (see
         :class:`StackedRows`), and a part with a graph keeps it (see ``ann_rows``)."""
-        o = self.options
-        texts = [p.content for p in change.added_passages]
-        new = np.zeros((0, self.rows.shape[1]), np.float32)
-        if texts:  # by the encoder that made the kept rows (not the query encoder as well)
-            if self.passage_encoder == "torch-bf16":
-                emb = o.passage_embedder(o.fast_encode_min_passages)
-            else:
-                emb = self.embedder
-            new = np.asarray(emb.encode(texts, batch_size=o.batch_size, progress=progress))
-        part = self._with_vectors(change, np.asarray(new, np.float32))
+        new = self.encode_passages([p.content for p in change.added_passages], progress=progress)
+        part = self._with_vectors(change, new)
         part.payload = {"vectors": part_vectors(new)}
         return part
 
@@ -429,6 +421,18 @@ class DensePart(IndexPart):
             "hnsw": self.hnsw is not None,
             **({"passage_encoder": self.passage_encoder} if self.passage_encoder else {}),
         }
+
+    def encode_passages(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
+        """Vectors of passage texts not in the index, by the encoder that made the stored rows
+        (not the query encoder as well, where a faster one encoded the build)."""
+        if not texts:
+            return np.zeros((0, self.rows.shape[1]), np.float32)
+        o = self.options
+        if self.passage_encoder == "torch-bf16":
+            emb = o.passage_embedder(o.fast_encode_min_passages)
+        else:
+            emb = self.embedder
+        return np.asarray(emb.encode(texts, batch_size=o.batch_size, progress=progress), np.float32)
 
     # -- querying -------------------------------------------------------------------------
     def encode_queries(self, texts: list[str]) -> np.ndarray:

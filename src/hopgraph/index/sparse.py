@@ -8,6 +8,7 @@ feedback (RM3) and for later in-place updates.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -283,6 +284,45 @@ class SparsePart(IndexPart):
             lo, hi = int(indptr[t]), int(indptr[t + 1])
             np.add.at(out, indices[lo:hi], w * data[lo:hi].astype(np.float64))
         return out.astype(np.float32)
+
+    def scores_unindexed(self, text: str, docs: Sequence[str]) -> np.ndarray:
+        """BM25 score of ``text`` against each of ``docs``, texts that are not in the index,
+        scored as if each were one more passage of it (this index's document frequencies and
+        mean length; bm25s's own idf and term-frequency functions). A passage's own text scores
+        as the passage does (tested)."""
+        from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
+
+        bm25 = self.bm25
+        ids = self.term_ids(text)
+        out = np.zeros(len(docs), np.float64)
+        if not ids or not len(docs):
+            return out
+        df = self._doc_freqs()
+        idf_fn = _select_idf_scorer(bm25.idf_method)
+        idf = {t: idf_fn(int(df[t]), self.n_docs) for t in set(ids)}
+        tfc = _select_tfc_scorer(bm25.method)
+        avg = float(self.doc_lengths.mean())
+        nonocc = getattr(bm25, "nonoccurrence_array", None)
+        for i, doc in enumerate(docs):
+            tokens = self.tokenizer(doc)
+            counts = Counter(tokens)
+            for t in ids:
+                tf = counts.get(self.id_to_term()[t], 0)
+                if tf:
+                    out[i] += idf[t] * float(
+                        tfc(tf_array=np.float32(tf), l_d=len(tokens), l_avg=avg, k1=bm25.k1,
+                            b=bm25.b, delta=bm25.delta)
+                    )  # fmt: skip
+                elif nonocc is not None:
+                    out[i] += float(nonocc[t])
+        return out
+
+    def _doc_freqs(self) -> np.ndarray:
+        df = self.derived.get(("doc_freqs",))
+        if df is None:
+            df = np.bincount(self.doc_terms.indices, minlength=self.doc_terms.shape[1])
+            self.derived[("doc_freqs",)] = df
+        return df
 
     @property
     def doc_lengths(self) -> np.ndarray:

@@ -25,6 +25,7 @@ import json
 import os
 import shlex
 import shutil
+import sys
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -134,6 +135,9 @@ class Index:
         # corpus settings detected when parts were built (hopgraph.index.detect), kept in the
         # manifest: what was detected and why
         self.detected: dict[str, Any] | None = None
+        # how well each first-stage signal finds this corpus's passages, measured on
+        # pseudo-queries (hopgraph.index.profile), kept in the manifest
+        self.profile: dict[str, Any] | None = None
         # The updates since the base of the folder this index came from, in order (None: one
         # of them cannot be kept as a delta, so the next save writes the whole index); the
         # first `saved_deltas` are in that folder, whose manifest then had digest `origin[1]`.
@@ -219,7 +223,29 @@ class Index:
             built.append(name)
         if built:  # new parts are no delta: the next save writes the whole index
             self.deltas = None
+            if {"sparse", "dense"} & set(built):
+                self.profile = None  # measured again on the new parts
+            self.refresh_profile(progress=progress)
         return built
+
+    def refresh_profile(self, *, progress: bool = False) -> bool:
+        """Measure :attr:`profile` (:func:`~hopgraph.index.profile.corpus_profile`) when the
+        index has the sparse and dense parts and the profile is missing or stale (another dense
+        model, or the passage count more than a tenth away from when it was measured); returns
+        whether it was measured."""
+        from hopgraph.index.profile import corpus_profile, describe_profile, is_stale
+
+        if not is_stale(self.profile, self):
+            return False
+        t0 = time.perf_counter()
+        self.profile = corpus_profile(self)  # no timing in it: the same corpus, the same bytes
+        if progress:
+            print(
+                f"profile: {self.profile['queries']} pseudo-queries in "
+                f"{time.perf_counter() - t0:.1f}s; {describe_profile(self.profile)}",
+                file=sys.stderr,
+            )
+        return True
 
     # -- live updates ---------------------------------------------------------------------
     @gc_paused()
@@ -266,6 +292,7 @@ class Index:
         corpus = ViewCorpus(self.corpus, keep, add, source=self.corpus.source)
         out = Index(corpus)
         out.detected = self.detected
+        out.profile = self.profile
         out.generation = self.generation + 1
         out.origin, out.saved_deltas, out.base = self.origin, self.saved_deltas, self.base
         out.policy, out.unverified = self.policy, self.unverified
@@ -296,6 +323,8 @@ class Index:
                 kept[name] = new.payload
             else:
                 kept = None
+        if payloads is None:  # a replay on load keeps the profile its writer saved
+            out.refresh_profile()  # only when the update moved the size by more than a tenth
         if self.deltas is None or kept is None:
             out.deltas = None
         else:
@@ -312,7 +341,7 @@ class Index:
 
     def _become(self, other: Index) -> None:
         self.corpus, self.parts = other.corpus, other.parts
-        self.update_seconds = other.update_seconds
+        self.update_seconds, self.profile = other.update_seconds, other.profile
         self.generation, self.deltas = other.generation, other.deltas
 
     # -- access ---------------------------------------------------------------------------
@@ -337,6 +366,7 @@ class Index:
             "path": str(self.path) if self.path else None,
             "passages": len(self.corpus),
             "detected": self.detected,
+            "profile": self.profile,
             "parts": {
                 n: {
                     "options": asdict(p.options),
@@ -457,6 +487,8 @@ class Index:
         }
         if self.detected is not None:
             fields["detected"] = self.detected
+        if self.profile is not None:
+            fields["profile"] = self.profile
         return fields
 
     def _save_whole(self, path: Path) -> Path:
@@ -521,6 +553,7 @@ class Index:
             if meta.get("build_seconds") is not None:
                 index.build_seconds[name] = meta["build_seconds"]
         index.detected = manifest.get("detected")
+        index.profile = manifest.get("profile")
         index.base = manifest.get("base")
         deltas = manifest.get("deltas", [])
         index.generation = int(manifest.get("generation", 0)) - len(deltas)

@@ -172,6 +172,10 @@ def build_index(
         index.parts[name] = cls.load(merged, built_opts[name], mmap=True)
         meta = json.loads((merged.parent / f"{name}.json").read_text())
         index.build_seconds[name] = round(meta["build_seconds"], 3)
+    if index.refresh_profile():
+        from hopgraph.index.profile import describe_profile
+
+        say(f"profile: {describe_profile(index.profile)}")
     say(f"writing {out}")
     index.save(out)
     del index  # its parts map files of the partial folder, removed now

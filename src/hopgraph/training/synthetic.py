@@ -24,9 +24,8 @@ import re
 from collections import defaultdict
 
 from hopgraph.corpus import Corpus, Dataset, Question
+from hopgraph.text.sentences import sentences
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
-_ABBREV = re.compile(r"\b(?:[A-Z]|Mr|Mrs|Ms|Dr|St|Jr|Sr|Inc|Co|Ltd|No|vs|U\.S)\.$")
 _DESCRIPTION = re.compile(
     r"\b(?:is|was|are|were)\s+(?:a|an|the|one of the)\s+([^.;:()]{3,160}?)"
     r"(?=[.;:(]|,|\s(?:that|which|who|whose|where|from|in|of|by|for|and|with|on|at)\s"
@@ -37,17 +36,6 @@ _POSSESSIVE = {"His", "Her", "Its", "Their"}
 _COMPARE = ("came first", "is older", "was earlier", "is more recent")
 KINDS = ("sentence", "bridge", "comparison")
 SYNTHETIC_SUFFIX = "-synthetic"  # the dataset name of synthetic questions: "{name}-synthetic"
-
-
-def sentences(text: str) -> list[str]:
-    """``text`` split at sentence ends (a capital after ``.!?``), abbreviations kept whole."""
-    out: list[str] = []
-    for piece in _SENTENCE_END.split(text.strip()):
-        if out and _ABBREV.search(out[-1]):
-            out[-1] = f"{out[-1]} {piece}"
-        else:
-            out.append(piece)
-    return [s.strip() for s in out if s.strip()]
 
 
 def description(title: str, text: str, max_words: int = 10) -> str | None:

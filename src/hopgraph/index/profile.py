@@ -1,0 +1,190 @@
+"""What a corpus supports: how well each first-stage signal finds passages of *this* corpus,
+measured on pseudo-queries drawn from the corpus itself (no labels, no LLM).
+
+A pseudo-query is a sentence held out of a sampled passage (the inverse cloze task of ORQA and
+Contriever), or, for a passage of one sentence, a cropped span of a quarter of its words. The
+source passage is scored as its *rest* (its title and text without the held-out words), as if
+the rest were the indexed passage: BM25 with the index's own statistics
+(:meth:`~hopgraph.index.sparse.SparsePart.scores_unindexed`), the cosine with the rest's vector
+(:meth:`~hopgraph.index.dense.DensePart.encode_passages`); every other passage keeps its
+indexed score. The rank of the source among all passages gives, per signal (BM25, dense and
+their RRF), the mean reciprocal rank and the share found in the top 10.
+
+On a corpus where the bundled encoder is weak (a domain it never saw), dense finds fewer of its
+own passages than BM25 does; on Wikipedia-like pages the two are close. The ``multihop`` ranker
+reads these reliabilities as corpus-level features (:data:`PROFILE_FEATURES`), so that it does
+not trust a signal the corpus does not support.
+
+The profile is kept in the index's manifest (``profile``), measured when the sparse and dense
+parts are built, and measured again when a live update leaves the index more than
+:data:`STALE_SHARE` larger or smaller than when it was measured (about when a compaction is
+due): the cost is :data:`PSEUDO_QUERIES` encodings and searches, a few seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hopgraph.text.sentences import sentences
+
+PSEUDO_QUERIES = 200
+SEED = 0
+STALE_SHARE = 0.1
+K_RRF = 60.0
+MIN_WORDS = 12  # passages shorter than this give no pseudo-query
+SIGNALS = ("bm25", "dense", "rrf")
+PROFILE_FEATURES: dict[str, tuple[str, str]] = {
+    "corpus_bm25": ("bm25", "mrr"),  # how well BM25 finds this corpus's passages
+    "corpus_dense": ("dense", "mrr"),  # how well the encoder does
+}
+"""Ranker feature → (signal, measure) of the profile."""
+
+
+@dataclass(frozen=True)
+class PseudoQuery:
+    """A query cut out of passage ``row``; ``rest`` is that passage's content without it."""
+
+    row: int
+    query: str
+    rest: str
+    kind: str  # "sentence" or "span"
+
+
+def held_out(text: str, rng: np.random.Generator) -> tuple[str, str, str] | None:
+    """``(query, rest, kind)`` cut out of ``text``: a sentence of 5–40 words when the text has
+    two or more, else a span of a quarter of its words; None for a text under
+    :data:`MIN_WORDS` words."""
+    words = text.split()
+    if len(words) < MIN_WORDS:
+        return None
+    sents = sentences(text)
+    usable = [i for i, s in enumerate(sents) if 5 <= len(s.split()) <= 40]
+    if len(sents) >= 2 and usable:
+        i = usable[int(rng.integers(len(usable)))]
+        return sents[i], " ".join(sents[:i] + sents[i + 1 :]), "sentence"
+    span = min(30, max(5, len(words) // 4))
+    start = int(rng.integers(len(words) - span + 1))
+    rest = words[:start] + words[start + span :]
+    return " ".join(words[start : start + span]), " ".join(rest), "span"
+
+
+def pseudo_queries(corpus: Any, n: int = PSEUDO_QUERIES, seed: int = SEED) -> list[PseudoQuery]:
+    """Up to ``n`` pseudo-queries from passages drawn at random (fixed ``seed``) from
+    ``corpus``; passages too short for one are passed over (at most ``20 n`` are looked at)."""
+    rng = np.random.default_rng(seed)
+    size = len(corpus)
+    tries = min(size, 20 * n)
+    rows = rng.choice(size, tries, replace=False) if size > tries else rng.permutation(size)
+    out: list[PseudoQuery] = []
+    for row in rows.tolist():
+        p = corpus[row]
+        cut = held_out(p.text, rng)
+        if cut is None:
+            continue
+        query, rest, kind = cut
+        out.append(PseudoQuery(row, query, f"{p.title}\n{rest}" if p.title else rest, kind))
+        if len(out) >= n:
+            break
+    return out
+
+
+def _rank_of(scores: np.ndarray, row: int, own: float) -> int:
+    """0-based rank of a passage scoring ``own`` among the others of ``scores`` (ties: after)."""
+    others = np.delete(scores, row) if row < len(scores) else scores
+    return int(np.count_nonzero(others >= own))
+
+
+def source_ranks(index: Any, queries: list[PseudoQuery]) -> dict[str, np.ndarray]:
+    """For each signal of :data:`SIGNALS`: the 0-based rank of each pseudo-query's source
+    passage (scored as its rest) among every passage of ``index``."""
+    sparse, dense = index.part("sparse"), index.part("dense")
+    qv = dense.encode_queries([q.query for q in queries]) if queries else np.zeros((0, 1))
+    rv = dense.encode_passages([q.rest for q in queries])
+    out = {s: np.zeros(len(queries), np.int64) for s in SIGNALS}
+    for i, q in enumerate(queries):
+        b = np.asarray(sparse.scores(q.query), np.float64)
+        own_b = float(sparse.scores_unindexed(q.query, [q.rest])[0])
+        d = np.asarray(dense.scores(np.asarray(qv[i], np.float32)), np.float64)
+        own_d = float(np.dot(rv[i], qv[i]))
+        rb, rd = _rank_of(b, q.row, own_b), _rank_of(d, q.row, own_d)
+        out["bm25"][i], out["dense"][i] = rb, rd
+        # RRF over the two full rankings: ranks of the others with the source taken out
+        b[q.row], d[q.row] = -np.inf, -np.inf
+        fused = 1.0 / (K_RRF + 1 + _ranks(b)) + 1.0 / (K_RRF + 1 + _ranks(d))
+        fused[q.row] = -np.inf
+        own_f = 1.0 / (K_RRF + 1 + rb) + 1.0 / (K_RRF + 1 + rd)
+        out["rrf"][i] = _rank_of(fused, q.row, own_f)
+    return out
+
+
+def _ranks(scores: np.ndarray, depth: int = 1000) -> np.ndarray:
+    """0-based rank of every entry among the top ``depth`` (higher first, ties by position);
+    the rest get ``len(scores)``: their RRF share is below any source within that depth."""
+    n = len(scores)
+    r = np.full(n, n, np.int64)
+    top = np.argpartition(-scores, depth)[:depth] if n > depth else np.arange(n)
+    top = top[np.lexsort((top, -scores[top]))]
+    r[top] = np.arange(len(top))
+    return r
+
+
+def measure(ranks: np.ndarray) -> dict[str, float]:
+    if len(ranks) == 0:
+        return {"mrr": 0.0, "recall@10": 0.0}
+    return {
+        "mrr": round(float(np.mean(1.0 / (ranks + 1.0))), 4),
+        "recall@10": round(float(np.mean(ranks < 10)), 4),
+    }
+
+
+def corpus_profile(index: Any, n: int = PSEUDO_QUERIES, seed: int = SEED) -> dict[str, Any]:
+    """The profile of ``index`` (it needs the ``sparse`` and ``dense`` parts): per signal, the
+    mean reciprocal rank and recall@10 of the source passages of ``n`` pseudo-queries, with
+    what it was measured on (passages, queries, dense model)."""
+    queries = pseudo_queries(index.corpus, n, seed)
+    ranks = source_ranks(index, queries)
+    dense = index.part("dense")
+    return {
+        "signals": {s: measure(ranks[s]) for s in SIGNALS},
+        "passages": len(index.corpus),
+        "queries": len(queries),
+        "sentence_queries": sum(q.kind == "sentence" for q in queries),
+        "seed": seed,
+        "dense_model": dense.options.model,
+    }
+
+
+def profile_features(profile: dict[str, Any] | None) -> dict[str, float]:
+    """The ranker's corpus-level features from a profile (NaN without one: the ranker's trees
+    then take their missing-value branch)."""
+    out = {}
+    for name, (signal, what) in PROFILE_FEATURES.items():
+        try:
+            out[name] = float(profile["signals"][signal][what])  # type: ignore[index]
+        except (TypeError, KeyError, ValueError):
+            out[name] = math.nan
+    return out
+
+
+def describe_profile(profile: dict[str, Any] | None) -> str:
+    """One line: how often each signal ranks a pseudo-query's passage in its top 10."""
+    if not profile:
+        return "no profile (the index lacks the sparse or dense part)"
+    sig = profile.get("signals", {})
+    shares = ", ".join(f"{s} {sig[s]['recall@10']:.0%}" for s in SIGNALS if s in sig)
+    return f"a pseudo-query's own passage in the top 10: {shares}"
+
+
+def is_stale(profile: dict[str, Any] | None, index: Any) -> bool:
+    """Whether ``profile`` no longer describes ``index``: none, another dense model, or a
+    passage count more than :data:`STALE_SHARE` away from the one it was measured on."""
+    if not profile or not index.has("dense") or not index.has("sparse"):
+        return bool(index.has("dense") and index.has("sparse"))
+    if profile.get("dense_model") != index.part("dense").options.model:
+        return True
+    was = max(int(profile.get("passages", 0)), 1)
+    return abs(len(index.corpus) - was) > STALE_SHARE * was
