@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -14,7 +12,7 @@ from hopgraph.index.profile import (
     corpus_profile,
     held_out,
     is_stale,
-    profile_features,
+    lexical_weight,
     pseudo_queries,
     source_ranks,
 )
@@ -88,9 +86,19 @@ def test_profile_on_the_demo_index_and_its_features(demo_dataset):
     for s in SIGNALS:
         m = prof["signals"][s]
         assert 0.0 < m["mrr"] <= 1.0 and 0.0 <= m["recall@10"] <= 1.0
-    feats = profile_features(prof)
-    assert feats["corpus_bm25"] == prof["signals"]["bm25"]["mrr"]
-    assert all(math.isnan(v) for v in profile_features(None).values())
+    assert 0.0 <= lexical_weight(prof) <= 1.0
+
+
+def test_lexical_weight_follows_bm25s_lead_over_dense():
+    def prof(bm25: float, dense: float) -> dict:
+        return {"signals": {"bm25": {"mrr": bm25}, "dense": {"mrr": dense}}}
+
+    assert lexical_weight(prof(0.46, 0.59)) == 0.0  # Wikipedia-like: dense leads
+    assert lexical_weight(prof(0.60, 0.60)) == 0.0
+    assert lexical_weight(prof(0.65, 0.60)) == pytest.approx(0.5)
+    assert lexical_weight(prof(0.72, 0.60)) == 1.0
+    assert lexical_weight(prof(0.65, 0.60), gap=0.05) == pytest.approx(1.0)
+    assert lexical_weight(None) == 0.0 and lexical_weight({}) == 0.0
 
 
 def test_profile_kept_in_the_manifest_and_refreshed_after_large_updates(tmp_path, demo_dataset):

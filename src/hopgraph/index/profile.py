@@ -11,9 +11,10 @@ indexed score. The rank of the source among all passages gives, per signal (BM25
 their RRF), the mean reciprocal rank and the share found in the top 10.
 
 On a corpus where the bundled encoder is weak (a domain it never saw), dense finds fewer of its
-own passages than BM25 does; on Wikipedia-like pages the two are close. The ``multihop`` ranker
-reads these reliabilities as corpus-level features (:data:`PROFILE_FEATURES`), so that it does
-not trust a signal the corpus does not support.
+own passages than BM25 does; on Wikipedia-like pages dense finds more. The ``multihop`` ranker
+was fitted on corpora of the second kind and leans on dense; where a corpus's profile says
+BM25 leads, its ranking is fused with BM25's at the weight :func:`lexical_weight` gives, so the
+default does not trust a signal the corpus does not support.
 
 The profile is kept in the index's manifest (``profile``), measured when the sparse and dense
 parts are built, and measured again when a live update leaves the index more than
@@ -23,7 +24,6 @@ due): the cost is :data:`PSEUDO_QUERIES` encodings and searches, a few seconds.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,11 +37,9 @@ STALE_SHARE = 0.1
 K_RRF = 60.0
 MIN_WORDS = 12  # passages shorter than this give no pseudo-query
 SIGNALS = ("bm25", "dense", "rrf")
-PROFILE_FEATURES: dict[str, tuple[str, str]] = {
-    "corpus_bm25": ("bm25", "mrr"),  # how well BM25 finds this corpus's passages
-    "corpus_dense": ("dense", "mrr"),  # how well the encoder does
-}
-"""Ranker feature → (signal, measure) of the profile."""
+LEXICAL_GAP = 0.1
+"""BM25's lead in MRR over dense at which :func:`lexical_weight` reaches 1 (chosen on SciFact's
+train questions and the table sets, docs/benchmarks.md)."""
 
 
 @dataclass(frozen=True)
@@ -158,16 +156,18 @@ def corpus_profile(index: Any, n: int = PSEUDO_QUERIES, seed: int = SEED) -> dic
     }
 
 
-def profile_features(profile: dict[str, Any] | None) -> dict[str, float]:
-    """The ranker's corpus-level features from a profile (NaN without one: the ranker's trees
-    then take their missing-value branch)."""
-    out = {}
-    for name, (signal, what) in PROFILE_FEATURES.items():
-        try:
-            out[name] = float(profile["signals"][signal][what])  # type: ignore[index]
-        except (TypeError, KeyError, ValueError):
-            out[name] = math.nan
-    return out
+def lexical_weight(profile: dict[str, Any] | None, gap: float = LEXICAL_GAP) -> float:
+    """The weight of BM25's ranking beside the ``multihop`` ranker's on a corpus with this
+    profile: 0 where dense finds the corpus's own passages at least as well as BM25 does (the
+    corpora the ranker was fitted on), rising linearly to 1 as BM25's mean reciprocal rank
+    leads dense's by ``gap``; 0 without a profile."""
+    if not profile:
+        return 0.0
+    try:
+        lead = float(profile["signals"]["bm25"]["mrr"]) - float(profile["signals"]["dense"]["mrr"])
+    except (KeyError, TypeError, ValueError):
+        return 0.0
+    return float(min(max(lead / gap, 0.0), 1.0)) if gap > 0 else float(lead > 0)
 
 
 def describe_profile(profile: dict[str, Any] | None) -> str:

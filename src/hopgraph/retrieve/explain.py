@@ -83,6 +83,25 @@ def explain_hits(
     return out
 
 
+def note_lexical(
+    hits: list[dict[str, Any]], found: Scored, picked: np.ndarray, weight: float
+) -> None:
+    """Say in each candidate hit that BM25's ranking was fused with the ranker's at ``weight``
+    (the corpus profile: BM25 finds this corpus's own passages better than dense), and where
+    BM25 and the ranker alone put it."""
+    b_rank = {r: i for i, r in enumerate(found.fh.b_list.tolist(), 1)}
+    ranker = {p: i for i, p in enumerate(np.lexsort((found.rows, -found.scores)).tolist(), 1)}
+    for hit, pos in zip(hits, picked.tolist(), strict=False):
+        r = b_rank.get(int(found.rows[pos]))
+        hit["lexical"] = {"weight": round(weight, 4), "bm25_rank": r, "ranker_rank": ranker[pos]}
+        where = f"BM25's #{r}" if r is not None else "not in BM25's list"
+        said = (
+            f"fused with BM25's ranking ({where}, weight {weight:.2f}: on this corpus BM25 "
+            "finds passages better than dense)"
+        )
+        hit["summary"] = f"{hit['summary']}. {said}" if hit["summary"] else said
+
+
 def note_rerank(hit: dict[str, Any], place: int, ranker_place: int) -> None:
     """Say in ``hit`` that the cross-encoder rescored it (the default's ``rerank=N``), and where
     the ranker alone had put it when that differs."""

@@ -13,6 +13,11 @@
    :mod:`hopgraph.models.ranker`; one model for corpora whose titles are entity names, one for
    the rest) scores the candidates from their features.
 
+5. **The corpus's say** (:mod:`hopgraph.index.profile`): where the index's profile shows BM25
+   finding the corpus's own passages better than dense does (pseudo-queries drawn from the
+   corpus at index time), the ranker's order is fused with BM25's (RRF, at a weight that grows
+   with BM25's lead): the ranker was fitted on corpora where dense is the stronger signal.
+
 Passages outside the candidates follow in RRF order, so any ``k`` is answered. Explanations
 name the signals that lifted each hit, in words (:mod:`hopgraph.retrieve.explain`).
 """
@@ -28,6 +33,7 @@ import numpy as np
 from hopgraph.config import in_unit_interval, option, positive
 from hopgraph.errors import ConfigError
 from hopgraph.index import Index
+from hopgraph.index.profile import LEXICAL_GAP, lexical_weight
 from hopgraph.models.ranker import RankerSet, load_ranker
 from hopgraph.retrieve.base import Retriever, allowed_rows, register_method
 from hopgraph.retrieve.hop_features import (
@@ -90,11 +96,24 @@ class MultihopParams:
         "link) scores at least the mean of the two cross-encoder scores",
     )
     rerank_model: str = option("", "cross-encoder for rerank (empty: the packaged reranker)")
+    lexical_weight: float = option(
+        -1.0,
+        "weight of BM25's ranking fused (RRF) with the ranker's; -1: from the index's corpus "
+        "profile (0 where dense finds the corpus's own passages as well as BM25 does)",
+    )
+    lexical_gap: float = option(
+        LEXICAL_GAP, "with lexical_weight=-1: BM25's MRR lead over dense that gives weight 1"
+    )
 
     def validate(self) -> None:
         for name in ("depth", "anchors", "bridge_cap", "max_iter", "seed_k",
                      "own_page_boost", "rewrite_anchors", "ppr_local_min_passages"):  # fmt: skip
             positive(name, getattr(self, name))
+        if self.lexical_weight < 0 and self.lexical_weight != -1:
+            raise ConfigError(
+                f"option 'lexical_weight' must be >= 0 or -1 (auto), got {self.lexical_weight}"
+            )
+        positive("lexical_gap", self.lexical_gap)
         if self.ppr_eps < 0:
             raise ConfigError(f"option 'ppr_eps' must be >= 0, got {self.ppr_eps}")
         for name in ("rewrite_entities", "rewrite_k", "rerank", "rerank_mix"):
@@ -162,6 +181,10 @@ class MultihopRetriever(Retriever):
         super().__init__(index, params)
         self.ranker = shared_ranker(params.model).for_kind(corpus_kind(index))
         self.settings = params.settings()
+        self.lexical = params.lexical_weight
+        if self.lexical < 0:  # from the corpus profile (measured now if the index has none)
+            index.refresh_profile()
+            self.lexical = lexical_weight(index.profile, params.lexical_gap)
         self.cross_encoder = None
         if params.rerank:
             from hopgraph.models.cross_encoder import load_cross_encoder
@@ -188,10 +211,13 @@ class MultihopRetriever(Retriever):
     def _rank(self, query: str, k: int, fh: FirstHop) -> Ranking:
         last = score_candidates(self.index, self.settings, query, fh.qvec, self.ranker.score, fh)
         order = np.lexsort((last.rows, -last.scores))
+        final = last.scores
+        if self.lexical > 0:  # the corpus's profile says BM25 finds its passages better
+            order, final = with_lexical_floor(last, order, self.lexical, self.params.k_rrf)
         allowed = allowed_rows()
         if allowed is not None:  # a metadata filter: the candidates that match, in order
             order = order[allowed[last.rows[order]]]
-        rows, scores = last.rows[order], last.scores[order]
+        rows, scores = last.rows[order], final[order]
         was: dict[int, int] = {}  # rescored passages: their place in the ranker's order
         if self.cross_encoder is not None:
             was = {r: i for i, r in enumerate(rows[: self.params.rerank].tolist(), 1)}
@@ -222,15 +248,18 @@ class MultihopRetriever(Retriever):
         picked = order[: min(k, len(order))]
 
         def explain() -> list[dict[str, Any]]:
-            from hopgraph.retrieve.explain import explain_hits, note_rerank
+            from hopgraph.retrieve.explain import explain_hits, note_lexical, note_rerank
 
             hits = explain_hits(self.index, self.ranker, last, picked, len(rows))
+            if self.lexical > 0:
+                note_lexical(hits, last, picked, self.lexical)
             for place, (hit, row) in enumerate(zip(hits, rows.tolist(), strict=True), 1):
                 if row in was:
                     note_rerank(hit, place, was[row])
             return hits
 
-        info = {"candidates": int(len(last.rows)), "anchors": len(last.anchors)}
+        info = {"candidates": int(len(last.rows)), "anchors": len(last.anchors),
+                "lexical_weight": round(self.lexical, 4)}  # fmt: skip
         return self._ranking(query, rows, scores, explain, info)
 
     def _rescored(
@@ -255,6 +284,22 @@ class MultihopRetriever(Retriever):
             np.concatenate([top, rows[n:]]),
             np.concatenate([mixed + lift, rest]),
         )
+
+
+def with_lexical_floor(
+    found: Scored, order: np.ndarray, weight: float, k_rrf: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates (``order``: positions in ``found.rows``, the ranker's order) re-ordered by
+    ``1 / (k_rrf + ranker rank) + weight / (k_rrf + BM25 rank)`` (RRF, ranks from 1 among the
+    candidates; one outside BM25's list has only the first part). Returns the new order and
+    every candidate's fused score, by position."""
+    n = len(order)
+    fused = np.zeros(n)
+    fused[order] = 1.0 / (k_rrf + np.arange(1, n + 1))
+    where = {r: i for i, r in enumerate(found.rows.tolist())}
+    b_pos = [where[r] for r in found.fh.b_list.tolist() if r in where]
+    fused[b_pos] += weight / (k_rrf + np.arange(1, len(b_pos) + 1))
+    return np.lexsort((found.rows, -fused)), fused
 
 
 def rescored_via(found: Scored, rows: np.ndarray) -> np.ndarray:
