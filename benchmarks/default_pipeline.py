@@ -31,7 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from default_ranker import TRAINING, default_index
+from default_ranker import corpus_name, set_corpus, training_corpora
 
 from hopgraph.eval import MethodSpec, evaluate
 from hopgraph.eval.bootstrap import paired_bootstrap
@@ -47,6 +47,8 @@ SETS = [  # (name, split)
     ("hotpotqa", "test"),
     ("musique", "test"),
     ("scifact", "test"),
+    ("spider", "test"),  # serialised tables (benchmarks/grapher.py converts them)
+    ("bird", "test"),
 ]
 METHODS = ["rrf", "bm25", "dense", "graph_rrf", "multihop"]  # rrf first: the comparisons' base
 
@@ -117,14 +119,15 @@ def held_out_rankers(
     """Ranker files fitted without each evaluated set (``set``) and without its family
     (``family``), as :mod:`default_ranker` fits the shipped one; for ``names`` (default: every
     evaluated set)."""
-    corpora = [default_index(n, f, data_dir, index_dir, split) for n, split, f in TRAINING]
+    corpora = training_corpora(data_dir, index_dir)
     s = MultihopParams().settings()
     cache: dict = {}
     out: dict[str, dict] = {}
+    # hold out one corpus only (with the pseudo-queries drawn from it)
+    by_name = [replace(c, family=c.source or c.name) for c in corpora]
     for name in names or [n for n, _ in SETS]:
         family = train(corpora, s, exclude=name, progress=False, cache=cache)
-        by_name = [replace(c, family=c.name) for c in corpora]  # hold out this corpus only
-        alone = train(by_name, s, exclude=name, progress=False, cache=cache)
+        alone = train(by_name, s, exclude=corpus_name(name), progress=False, cache=cache)
         out[name] = {
             "family": str(family.save(folder / f"{name}-family.json")),
             "set": str(alone.save(folder / f"{name}-set.json")),
@@ -137,7 +140,7 @@ def quality(args, data_dir: Path, index_dir: Path | None) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="hopgraph-rankers-"))
     held = held_out_rankers(data_dir, index_dir, folder)
     for name, split in SETS:
-        c = default_index(name, name, data_dir, index_dir, split)
+        c = set_corpus(name, split, data_dir, index_dir)
         index, ds = c.index, c.dataset
         specs = [MethodSpec(m) for m in METHODS] + [
             MethodSpec("multihop", {"model": held[name]["set"]}, label="multihop (set held out)"),

@@ -228,6 +228,31 @@ def test_training_is_reproducible_and_the_model_ranks(tmp_path, demo_dataset, de
     assert r.search(demo_dataset.questions[0].text, k=5).ids
 
 
+def test_pseudo_queries_train_the_plain_model_and_leave_with_their_corpus(
+    demo_dataset, default_index
+):
+    from hopgraph.training.pseudo import pseudo_training_corpus
+
+    corpus = TrainingCorpus.of("demo", "demo", default_index, demo_dataset)
+    pseudo = pseudo_training_corpus(corpus, 12, trains=("plain_titles",))
+    assert pseudo.name == "demo-pseudo" and pseudo.source == "demo" and pseudo.family == "demo"
+    assert pseudo.models() == ("plain_titles",) and corpus.models() == CORPUS_KINDS
+    assert len(pseudo.index.corpus) == len(default_index.corpus)  # sources replaced by rests
+    assert 0 < len(pseudo.dataset.questions) <= 12
+    for q, gold in zip(pseudo.dataset.questions, pseudo.gold_rows, strict=True):
+        (pid,) = q.gold
+        assert pseudo.index.corpus.ids[gold[0]] == pid
+        assert q.text not in pseudo.index.corpus[gold[0]].text  # the rest, not the passage
+        assert q.text in default_index.corpus[default_index.corpus.position(pid)].text
+    s = MultihopParams().settings()
+    both = train([corpus, pseudo], s, progress=False)
+    assert both.meta["trained_on"] == {
+        "entity_titles": {"demo": len(demo_dataset.questions)},
+        "plain_titles": {"demo": len(demo_dataset.questions),
+                         "demo-pseudo": len(pseudo.dataset.questions)},
+    }  # fmt: skip
+
+
 def test_rank_features_of_candidates_equal_the_dense_ranks():
     from hopgraph.retrieve.hop_features import _neg_log_ranks
 

@@ -50,6 +50,7 @@ class PseudoQuery:
     query: str
     rest: str
     kind: str  # "sentence" or "span"
+    text: str = ""  # the passage's text without the query (``rest`` without the title)
 
 
 def held_out(text: str, rng: np.random.Generator) -> tuple[str, str, str] | None:
@@ -84,7 +85,8 @@ def pseudo_queries(corpus: Any, n: int = PSEUDO_QUERIES, seed: int = SEED) -> li
         if cut is None:
             continue
         query, rest, kind = cut
-        out.append(PseudoQuery(row, query, f"{p.title}\n{rest}" if p.title else rest, kind))
+        content = f"{p.title}\n{rest}" if p.title else rest
+        out.append(PseudoQuery(row, query, content, kind, rest))
         if len(out) >= n:
             break
     return out

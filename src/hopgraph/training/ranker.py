@@ -2,8 +2,9 @@
 
 Labels are the gold passages among the candidates; every question is one LambdaRank group.
 One model per corpus kind (:data:`~hopgraph.models.ranker.CORPUS_KINDS`): ``entity_titles`` is
-fitted on the corpora of that kind only, ``plain_titles`` on every corpus (the only plain-titled
-training corpus, SciFact, is small and one-hop; the others teach it the second hop).
+fitted on the corpora of that kind only, ``plain_titles`` on every corpus (the multi-hop sets
+teach it the second hop), the table sets and pseudo-query sets (:mod:`hopgraph.training.pseudo`)
+included; a corpus can name the models it trains (``TrainingCorpus.trains``).
 Everything is deterministic (LightGBM ``deterministic=True``, one thread, fixed seed), so the
 same questions and settings give the same model file byte for byte. Leave-one-family-out
 evaluation refits without every corpus of one family (a dev set and its train set together)
@@ -23,9 +24,10 @@ from tqdm import tqdm
 from hopgraph.corpus import Dataset
 from hopgraph.eval.metrics import compute_all
 from hopgraph.index import Index
-from hopgraph.models.ranker import HopRanker, RankerSet
+from hopgraph.index.profile import lexical_weight
+from hopgraph.models.ranker import CORPUS_KINDS, HopRanker, RankerSet
 from hopgraph.retrieve.hop_features import FEATURES, HopSettings, corpus_kind
-from hopgraph.retrieve.multihop import score_candidates
+from hopgraph.retrieve.multihop import score_candidates, with_lexical_floor
 
 LGB_PARAMS: dict[str, Any] = {
     "objective": "lambdarank",
@@ -53,14 +55,29 @@ class TrainingCorpus:
     dataset: Dataset
     qvecs: np.ndarray = field(repr=False)
     gold_rows: list[list[int]] = field(repr=False)
+    trains: tuple[str, ...] = ()
+    """The corpus kinds whose model it trains; empty: by its own kind (an entity-titled corpus
+    trains both models, a plain-titled one the ``plain_titles`` model)."""
+    source: str = ""
+    """The corpus it was drawn from (pseudo-queries), held out with it; empty: ``name``."""
 
     @classmethod
-    def of(cls, name: str, family: str, index: Index, dataset: Dataset) -> TrainingCorpus:
+    def of(
+        cls, name: str, family: str, index: Index, dataset: Dataset, **kw: Any
+    ) -> TrainingCorpus:
         qs = dataset.questions
         qvecs = np.asarray(index.part("dense").encode_queries([q.text for q in qs]))
         pos = index.corpus.position
         gold = [[pos(g) for g in q.gold if g in index.corpus] for q in qs]
-        return cls(name, family, index, dataset, qvecs, gold)
+        return cls(name, family, index, dataset, qvecs, gold, **kw)
+
+    def models(self) -> tuple[str, ...]:
+        """The corpus kinds whose model this corpus's questions train."""
+        if self.trains:
+            return self.trains
+        if corpus_kind(self.index) == "entity_titles":
+            return CORPUS_KINDS
+        return ("plain_titles",)
 
 
 @dataclass
@@ -113,8 +130,9 @@ def train(
     for c in use:
         if c.name not in cache:
             cache[c.name] = collect(c, s, progress)
-    named = [c for c in use if corpus_kind(c.index) == "entity_titles"] or use
-    fitted_on = {"entity_titles": named, "plain_titles": use}
+    named = [c for c in use if "entity_titles" in c.models()] or use
+    fitted_on = {"entity_titles": named, "plain_titles": [c for c in use if "plain_titles" in
+                 c.models()] or use}  # fmt: skip
     meta = {
         "trained_on": {
             kind: {c.name: len(c.dataset.questions) for c in cs} for kind, cs in fitted_on.items()
@@ -140,14 +158,20 @@ def evaluate_ranker(
     c: TrainingCorpus, rankers: RankerSet, s: HopSettings, ks: Sequence[int] = (2, 5, 10)
 ) -> dict[str, float]:
     """Mean Recall@k, nDCG@10 and MRR on ``c``'s questions of the ranker for ``c``'s kind,
-    over the candidates (for k ≤ 10 the candidates always fill the list, so this is the
-    method's own ranking)."""
+    fused with BM25 where the corpus profile says so (as ``multihop`` does), over the
+    candidates (for k ≤ 10 the candidates always fill the list, so this is the method's own
+    ranking)."""
     ids = c.index.corpus.ids
     ranker = rankers.for_kind(corpus_kind(c.index))
+    c.index.refresh_profile()
+    weight = lexical_weight(c.index.profile)  # as multihop sets it from the corpus profile
     rows: list[dict[str, float]] = []
     for q, v in zip(c.dataset.questions, c.qvecs, strict=True):
         found = score_candidates(c.index, s, q.text, v, ranker.score)
-        order = found.rows[np.lexsort((found.rows, -found.scores))]
+        pos = np.lexsort((found.rows, -found.scores))
+        if weight > 0:
+            pos, _ = with_lexical_floor(found, pos, weight, s.k_rrf)
+        order = found.rows[pos]
         rows.append(compute_all([ids[r] for r in order], q.gold, [*ks, 10]))
     keys = [f"recall@{k}" for k in ks] + ["ndcg@10", "mrr"]
     return {k: float(np.mean([m[k] for m in rows])) for k in keys}
