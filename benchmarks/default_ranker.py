@@ -100,7 +100,7 @@ def training_corpora(
     data_dir: Path, index_dir: Path | None, pseudo: int = PSEUDO
 ) -> list[TrainingCorpus]:
     """Every training corpus: the QA sets of :data:`TRAINING`, the table sets, and ``pseudo``
-    pseudo-queries drawn from each of their corpora (SciFact's once)."""
+    pseudo-queries drawn from each of their corpora."""
     from grapher import converted
 
     corpora = [default_index(n, f, data_dir, index_dir, split) for n, split, f in TRAINING]
@@ -108,15 +108,10 @@ def training_corpora(
         folder = converted(data_dir, t)
         c = default_index(folder.name, t, folder.parent, index_dir, "test")
         corpora.append(replace(c, trains=("plain_titles",)))
-    if pseudo:
-        seen: set[str] = set()
-        for c in list(corpora):
-            if c.family in seen and c.family == "scifact":
-                continue  # one corpus, two question splits
-            seen.add(c.family)
-            corpora.append(pseudo_training_corpus(c, pseudo, trains=("plain_titles",)))
-            print(f"{c.name}-pseudo: {len(corpora[-1].dataset.questions)} pseudo-queries",
-                  file=sys.stderr)  # fmt: skip
+    for c in list(corpora) if pseudo else []:  # each corpus once (SciFact's train split only)
+        corpora.append(pseudo_training_corpus(c, pseudo, trains=("plain_titles",)))
+        print(f"{c.name}-pseudo: {len(corpora[-1].dataset.questions)} pseudo-queries",
+              file=sys.stderr)  # fmt: skip
     return corpora
 
 

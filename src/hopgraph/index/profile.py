@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from hopgraph.retrieve.operators import reciprocal_rank_fusion
+from hopgraph.retrieve.ranking import top_k
 from hopgraph.text.sentences import sentences
 
 PSEUDO_QUERIES = 200
@@ -112,24 +114,23 @@ def source_ranks(index: Any, queries: list[PseudoQuery]) -> dict[str, np.ndarray
         own_d = float(np.dot(rv[i], qv[i]))
         rb, rd = _rank_of(b, q.row, own_b), _rank_of(d, q.row, own_d)
         out["bm25"][i], out["dense"][i] = rb, rd
-        # RRF over the two full rankings: ranks of the others with the source taken out
-        b[q.row], d[q.row] = -np.inf, -np.inf
-        fused = 1.0 / (K_RRF + 1 + _ranks(b)) + 1.0 / (K_RRF + 1 + _ranks(d))
-        fused[q.row] = -np.inf
-        own_f = 1.0 / (K_RRF + 1 + rb) + 1.0 / (K_RRF + 1 + rd)
-        out["rrf"][i] = _rank_of(fused, q.row, own_f)
+        # RRF of the two rankings, each with the source at its rank among the others
+        lists = [_with_source(_top_others(x, q.row), q.row, r) for x, r in ((b, rb), (d, rd))]
+        fused = reciprocal_rank_fusion(lists, K_RRF)[0]
+        out["rrf"][i] = int(np.flatnonzero(fused == q.row)[0])
     return out
 
 
-def _ranks(scores: np.ndarray, depth: int = 1000) -> np.ndarray:
-    """0-based rank of every entry among the top ``depth`` (higher first, ties by position);
-    the rest get ``len(scores)``: their RRF share is below any source within that depth."""
-    n = len(scores)
-    r = np.full(n, n, np.int64)
-    top = np.argpartition(-scores, depth)[:depth] if n > depth else np.arange(n)
-    top = top[np.lexsort((top, -scores[top]))]
-    r[top] = np.arange(len(top))
-    return r
+def _top_others(scores: np.ndarray, row: int, depth: int = 1000) -> np.ndarray:
+    """The ``depth`` best rows other than ``row``, best first (ties by row): passages past
+    them add less to RRF than any source within that depth."""
+    scores = scores.copy()
+    scores[row] = -np.inf
+    return top_k(scores, min(depth, len(scores) - 1))
+
+
+def _with_source(others: np.ndarray, row: int, rank: int) -> np.ndarray:
+    return np.insert(others, min(rank, len(others)), row)
 
 
 def measure(ranks: np.ndarray) -> dict[str, float]:

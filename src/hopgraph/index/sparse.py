@@ -303,11 +303,12 @@ class SparsePart(IndexPart):
         tfc = _select_tfc_scorer(bm25.method)
         avg = float(self.doc_lengths.mean())
         nonocc = getattr(bm25, "nonoccurrence_array", None)
+        terms = [(t, self.id_to_term()[t]) for t in ids]
         for i, doc in enumerate(docs):
             tokens = self.tokenizer(doc)
             counts = Counter(tokens)
-            for t in ids:
-                tf = counts.get(self.id_to_term()[t], 0)
+            for t, term in terms:
+                tf = counts.get(term, 0)
                 if tf:
                     out[i] += idf[t] * float(
                         tfc(tf_array=np.float32(tf), l_d=len(tokens), l_avg=avg, k1=bm25.k1,

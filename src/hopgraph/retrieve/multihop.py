@@ -52,7 +52,7 @@ from hopgraph.retrieve.hop_features import (
     rewrites,
 )
 from hopgraph.retrieve.model_search import PairCache, mixed_model_search
-from hopgraph.retrieve.operators import filtered_rrf
+from hopgraph.retrieve.operators import filtered_rrf, reciprocal_rank_fusion
 from hopgraph.retrieve.ranking import Ranking
 
 
@@ -290,16 +290,16 @@ def with_lexical_floor(
     found: Scored, order: np.ndarray, weight: float, k_rrf: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """The candidates (``order``: positions in ``found.rows``, the ranker's order) re-ordered by
-    ``1 / (k_rrf + ranker rank) + weight / (k_rrf + BM25 rank)`` (RRF, ranks from 1 among the
-    candidates; one outside BM25's list has only the first part). Returns the new order and
-    every candidate's fused score, by position."""
-    n = len(order)
-    fused = np.zeros(n)
-    fused[order] = 1.0 / (k_rrf + np.arange(1, n + 1))
+    RRF of the ranker's order and BM25's order of the candidates, BM25's at ``weight`` (a
+    candidate outside BM25's list has only the ranker's part). Returns the new order and every
+    candidate's fused score, by position."""
     where = {r: i for i, r in enumerate(found.rows.tolist())}
-    b_pos = [where[r] for r in found.fh.b_list.tolist() if r in where]
-    fused[b_pos] += weight / (k_rrf + np.arange(1, len(b_pos) + 1))
-    return np.lexsort((found.rows, -fused)), fused
+    in_bm25 = np.asarray([r for r in found.fh.b_list.tolist() if r in where], np.int64)
+    rows, scores = reciprocal_rank_fusion([found.rows[order], in_bm25], k_rrf, [1.0, weight])
+    fused = np.zeros(len(found.rows))
+    pos = np.asarray([where[r] for r in rows.tolist()], np.int64)
+    fused[pos] = scores
+    return pos, fused
 
 
 def rescored_via(found: Scored, rows: np.ndarray) -> np.ndarray:

@@ -129,12 +129,15 @@ def filtered_rrf(
     return fused, scores, cos[[pos[int(r)] for r in fused.tolist()]]
 
 
-def reciprocal_rank_fusion(lists: Sequence[np.ndarray], k_rrf: float = 60.0) -> RowsScores:
-    """RRF (Cormack et al. 2009): score(d) = Σ_lists 1 / (k_rrf + rank_list(d)), ranks from 1."""
+def reciprocal_rank_fusion(
+    lists: Sequence[np.ndarray], k_rrf: float = 60.0, weights: Sequence[float] | None = None
+) -> RowsScores:
+    """RRF (Cormack et al. 2009): score(d) = Σ_lists w_list / (k_rrf + rank_list(d)), ranks
+    from 1, every weight 1 unless ``weights`` are given; ties by row."""
     fused: dict[int, float] = {}
-    for rows in lists:
+    for rows, w in zip(lists, weights or [1.0] * len(lists), strict=True):
         for rank, r in enumerate(rows.tolist(), start=1):
-            fused[r] = fused.get(r, 0.0) + 1.0 / (k_rrf + rank)
+            fused[r] = fused.get(r, 0.0) + w / (k_rrf + rank)
     if not fused:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     rows = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
