@@ -96,8 +96,7 @@ def pseudo_queries(corpus: Any, n: int = PSEUDO_QUERIES, seed: int = SEED) -> li
 
 def _rank_of(scores: np.ndarray, row: int, own: float) -> int:
     """0-based rank of a passage scoring ``own`` among the others of ``scores`` (ties: after)."""
-    others = np.delete(scores, row) if row < len(scores) else scores
-    return int(np.count_nonzero(others >= own))
+    return int(np.count_nonzero(scores >= own)) - int(scores[row] >= own)  # no copy of scores
 
 
 def source_ranks(index: Any, queries: list[PseudoQuery]) -> dict[str, np.ndarray]:

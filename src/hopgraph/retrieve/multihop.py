@@ -210,10 +210,7 @@ class MultihopRetriever(Retriever):
 
     def _rank(self, query: str, k: int, fh: FirstHop) -> Ranking:
         last = score_candidates(self.index, self.settings, query, fh.qvec, self.ranker.score, fh)
-        order = np.lexsort((last.rows, -last.scores))
-        final = last.scores
-        if self.lexical > 0:  # the corpus's profile says BM25 finds its passages better
-            order, final = with_lexical_floor(last, order, self.lexical, self.params.k_rrf)
+        order, final = final_order(last, self.lexical, self.params.k_rrf)
         allowed = allowed_rows()
         if allowed is not None:  # a metadata filter: the candidates that match, in order
             order = order[allowed[last.rows[order]]]
@@ -284,6 +281,16 @@ class MultihopRetriever(Retriever):
             np.concatenate([top, rows[n:]]),
             np.concatenate([mixed + lift, rest]),
         )
+
+
+def final_order(found: Scored, lexical: float, k_rrf: float) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates' order (positions in ``found.rows``) and final scores: the ranker's,
+    fused with BM25's order at weight ``lexical`` when it is above 0 (the corpus profile says
+    BM25 finds this corpus's passages better)."""
+    order = np.lexsort((found.rows, -found.scores))
+    if lexical > 0:
+        return with_lexical_floor(found, order, lexical, k_rrf)
+    return order, found.scores
 
 
 def with_lexical_floor(

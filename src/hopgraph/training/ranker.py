@@ -27,7 +27,7 @@ from hopgraph.index import Index
 from hopgraph.index.profile import lexical_weight
 from hopgraph.models.ranker import CORPUS_KINDS, HopRanker, RankerSet
 from hopgraph.retrieve.hop_features import FEATURES, HopSettings, corpus_kind
-from hopgraph.retrieve.multihop import score_candidates, with_lexical_floor
+from hopgraph.retrieve.multihop import final_order, score_candidates
 
 LGB_PARAMS: dict[str, Any] = {
     "objective": "lambdarank",
@@ -168,10 +168,7 @@ def evaluate_ranker(
     rows: list[dict[str, float]] = []
     for q, v in zip(c.dataset.questions, c.qvecs, strict=True):
         found = score_candidates(c.index, s, q.text, v, ranker.score)
-        pos = np.lexsort((found.rows, -found.scores))
-        if weight > 0:
-            pos, _ = with_lexical_floor(found, pos, weight, s.k_rrf)
-        order = found.rows[pos]
+        order = found.rows[final_order(found, weight, s.k_rrf)[0]]
         rows.append(compute_all([ids[r] for r in order], q.gold, [*ks, 10]))
     keys = [f"recall@{k}" for k in ks] + ["ndcg@10", "mrr"]
     return {k: float(np.mean([m[k] for m in rows])) for k in keys}
