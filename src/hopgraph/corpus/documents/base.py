@@ -29,10 +29,25 @@ class Section:
 
 @dataclass(frozen=True)
 class Document:
-    """A parsed document: its own title (None when it has none) and its sections in order."""
+    """A parsed document: its own title (None when it has none) and its sections in order.
+
+    ``dropped``: what the reader left out as boilerplate, counted by reason (see
+    :data:`DROPPED`), e.g. ``{"contents_pages": 3, "running_lines": 120}``; the loader sums
+    them over a folder and the index records the sums (``hopgraph info``)."""
 
     title: str | None
     sections: list[Section]
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+#: Why a reader leaves text out, by the key it counts under in :attr:`Document.dropped`.
+DROPPED: dict[str, str] = {
+    "contents_pages": "PDF pages of a table of contents or an index (dot leaders, page numbers)",
+    "running_lines": "PDF running headers and footers (lines repeated at the top or bottom of "
+    "most pages)",
+    "navigation_pages": "HTML pages that are only navigation (lists of links)",
+    "empty_documents": "documents without text",
+}
 
 
 # --------------------------------------------------------------------------- reading
