@@ -259,7 +259,7 @@ def test_markdown_nested_headings(tmp_path):
     ]
     assert {p.title for p in c} == {"Guide"}  # the first H1
     assert c[0].text == "Intro before any heading."  # the front matter is left out
-    assert c[2].text.startswith("### Linux") and "# a comment, not a heading" in c[2].text
+    assert c[2].text.startswith("Linux\n") and "\n# a comment, not a heading\n" in c[2].text
     assert c[4].metadata == {
         "doc_id": "guide", "chunk": 4, "source": "guide.md", "path": "guide.md",
         "heading": "Guide > Use",
@@ -275,8 +275,8 @@ def test_markdown_title_from_front_matter_and_setext(tmp_path):
     doc = read_document(path)
     assert doc.title == "Front Title"
     assert [(s.metadata.get("heading"), s.text) for s in doc.sections] == [
-        ("Top", "Top\n===\n\nBody one."),
-        ("Top > Sub", "Sub\n---\n\nBody two."),
+        ("Top", "Top\nBody one."),
+        ("Top > Sub", "Sub\nBody two."),
     ]
 
 

@@ -677,7 +677,7 @@ def test_text_folder(tmp_path):
     c = load_corpus(root)
     assert c.ids == ["a", "b", "sub/c#0", "sub/c#1"]
     # a Markdown file's title is its first H1 (the file stem when it has none)
-    assert c.get("a").title == "A" and c.get("a").text == "# A\n\nAy text."
+    assert c.get("a").title == "A" and c.get("a").text == "A\nAy text."
     assert c.get("a").metadata == {
         "doc_id": "a", "chunk": 0, "source": "a.md", "path": "a.md", "heading": "A"
     }  # fmt: skip

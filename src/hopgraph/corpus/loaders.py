@@ -40,7 +40,6 @@ where there is one, the 1-based line.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -50,9 +49,11 @@ from typing import Any
 from hopgraph.corpus.chunking import chunk_document
 from hopgraph.corpus.documents import BOM as _BOM
 from hopgraph.corpus.documents import decode_utf8 as _decode
-from hopgraph.corpus.documents import document_kind, document_passages, read_document
+from hopgraph.corpus.documents import document_kind
 from hopgraph.corpus.documents import read_bytes as _read_bytes
 from hopgraph.corpus.documents import read_error as _read_error
+from hopgraph.corpus.documents.folder import folder_passages
+from hopgraph.corpus.documents.folder import visible_files as _visible_files
 from hopgraph.corpus.passage import Corpus, Dataset, Passage, Question
 from hopgraph.errors import ConfigError, CorpusError
 
@@ -70,8 +71,6 @@ FORMATS: dict[str, str] = {
     "or a folder's corpus.jsonl of them)",
 }
 
-_log = logging.getLogger("hopgraph.corpus")
-_PLAIN_SUFFIXES = (".txt", ".md", ".markdown")  # a document id without the suffix
 _MARKER_FILES = ("corpus.jsonl", "questions.jsonl", "queries.jsonl")
 
 
@@ -228,19 +227,6 @@ def _resolve(path: str | os.PathLike[str]) -> Path:
 def _unknown(path: Path, why: str = "") -> CorpusError:
     known = "; ".join(f"{k} ({v})" for k, v in FORMATS.items())
     return CorpusError(f"cannot tell the format{why}; known formats: {known}", path)
-
-
-def _visible_files(folder: Path, *, ordered: bool) -> Iterator[Path]:
-    """The files under ``folder``, hidden ones (any part of the path starting with '.') left
-    out; sorted by relative path when ``ordered``."""
-    paths = folder.rglob("*")
-    if ordered:
-        paths = sorted(paths, key=lambda p: p.relative_to(folder).as_posix())
-    for p in paths:
-        if any(part.startswith(".") for part in p.relative_to(folder).parts):
-            continue
-        if p.is_file():
-            yield p
 
 
 def _has_documents(folder: Path) -> bool:
@@ -716,69 +702,6 @@ def _hipporag_corpus(path: Path) -> list[Passage]:
     return passages
 
 
-# --------------------------------------------------------------------------- documents
-
-
-def _document_id(rel: Path) -> str:
-    """A document's id: its path relative to the folder, without the suffix of a text or
-    Markdown file (the ids text folders have always had)."""
-    return (rel.with_suffix("") if rel.suffix.lower() in _PLAIN_SUFFIXES else rel).as_posix()
-
-
-def _text_passages(path: Path, chunk_words: int | None) -> Iterator[Passage]:
-    """The passages of a folder of documents (or of one document file), one document at a
-    time, in the order of their relative paths; see :mod:`hopgraph.corpus.documents`.
-
-    A document without text is skipped with a warning (logger ``hopgraph.corpus``); a folder
-    with no document, or whose documents all lack text, raises :class:`CorpusError`."""
-    max_words = chunk_words or 200
-    overlap = max_words // 5
-    if path.is_dir():
-        root, files = path, _visible_files(path, ordered=True)
-    else:
-        root, files = path.parent, iter([path])
-    owners: dict[str, Path] = {}
-    empty: list[Path] = []
-    n_passages = 0
-    for f in files:
-        # a file given alone is read as text when nothing tells its kind (--format text)
-        kind = document_kind(f) or (None if f is not path else "text")
-        if kind is None:
-            continue
-        rel = f.relative_to(root)
-        doc_id = _document_id(rel)
-        if doc_id in owners:
-            raise CorpusError(f"document id {doc_id!r} also comes from {owners[doc_id]}", f)
-        owners[doc_id] = f
-        doc = read_document(f, kind)
-        meta: dict[str, Any] = {"source": rel.as_posix()}
-        if kind in ("text", "markdown"):
-            meta["path"] = rel.as_posix()  # the key text folders had before "source"
-        passages = document_passages(
-            doc_id,
-            doc,
-            title=doc.title or f.stem,
-            max_words=max_words,
-            overlap=overlap,
-            metadata=meta,
-        )
-        if not passages:
-            hint = " (a scanned PDF needs OCR first)" if kind == "pdf" else ""
-            _log.warning("%s: skipped: the document has no text%s", f, hint)
-            empty.append(f)
-            continue
-        n_passages += len(passages)
-        yield from passages
-    if not owners:
-        raise CorpusError(
-            "no documents in this folder (no .txt or .md files, nor .pdf, .html/.htm or .docx)",
-            path,
-        )
-    if not n_passages:
-        others = f", as have the other {len(empty) - 1} documents" if len(empty) > 1 else ""
-        raise CorpusError(f"empty text{others}: no passages", empty[0])
-
-
 # --------------------------------------------------------------------------- public API
 
 
@@ -810,13 +733,19 @@ def _make_corpus(passages: list[Passage], source: Path) -> Corpus:
 
 
 def load_corpus(
-    path: str | os.PathLike[str], *, chunk_words: int | None = None, fmt: str = "auto"
+    path: str | os.PathLike[str],
+    *,
+    chunk_words: int | None = None,
+    fmt: str = "auto",
+    report: dict[str, Any] | None = None,
 ) -> Corpus:
     """Load the passages at ``path`` (a file or folder in one of :data:`FORMATS`).
 
     ``fmt="auto"`` detects the format from the path. With ``chunk_words`` every passage
     longer than that many words is split by :func:`chunk_document` (overlap
     ``chunk_words // 5``); a ``text`` folder is always chunked (200 words by default).
+    ``report``: a dict filled, for a folder of documents, with what reading it did and left
+    out (:func:`hopgraph.corpus.documents.folder.new_report`).
     Raises :class:`CorpusError` for missing or malformed data, naming file and line.
     """
     _check_chunk_words(chunk_words)
@@ -837,7 +766,7 @@ def load_corpus(
     elif kind == "passages":
         passages = list(_passages_file(_passages_path(p)))
     else:  # text: documents, chunked as they are read
-        return _make_corpus(list(_text_passages(p, chunk_words)), p)
+        return _make_corpus(list(folder_passages(p, chunk_words, report)), p)
     if not passages:
         raise CorpusError("no passages", p)
     if chunk_words is not None:
@@ -846,7 +775,11 @@ def load_corpus(
 
 
 def iter_corpus(
-    path: str | os.PathLike[str], *, chunk_words: int | None = None, fmt: str = "auto"
+    path: str | os.PathLike[str],
+    *,
+    chunk_words: int | None = None,
+    fmt: str = "auto",
+    report: dict[str, Any] | None = None,
 ) -> Iterator[Passage]:
     """The passages :func:`load_corpus` would give, one at a time.
 
@@ -865,7 +798,7 @@ def iter_corpus(
     elif kind == "passages":
         passages = _passages_file(_passages_path(p))
     elif kind == "text":
-        passages = _text_passages(p, chunk_words)  # chunked as they are read
+        passages = folder_passages(p, chunk_words, report)  # chunked as they are read
     else:
         yield from load_corpus(p, chunk_words=chunk_words, fmt=fmt)
         return

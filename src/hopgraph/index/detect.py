@@ -10,10 +10,15 @@ such as SciFact's) or absent: then every title becomes a rare, useless node.
 passages) and turns the aliases on when
 
 - most passages have a title (share ≥ :data:`MIN_TITLED`),
-- the titles are mostly distinct (share of distinct titles ≥ :data:`MIN_DISTINCT`; chunks of
-  one document share its title, and a title owning many passages is no entity page),
+- the titles are mostly distinct (share of distinct titles ≥ :data:`MIN_DISTINCT`; a title
+  owning many documents is no entity page),
 - they are short (median ≤ :data:`MAX_MEDIAN_WORDS` words, disambiguator excluded),
 - and most look like names (share ≥ :data:`MIN_NAME_LIKE`, see :func:`looks_like_name`).
+
+The measurements are taken over *documents*: passages that carry a ``doc_id`` (the chunks of one
+file of a folder of documents, of one long passage cut by ``--chunk-words``) count once, with
+their document's title; a passage without one is its own document. So a folder of manuals is
+judged by its manuals' titles, not by how many chunks each was cut into.
 
 The result also records the measurements and the reason, so an index can say why it was built
 the way it was (``hopgraph info`` shows it under ``detected``).
@@ -70,15 +75,30 @@ def looks_like_name(title: str) -> bool:
     return capitalised * 2 >= len(content)
 
 
-def title_stats(titles: Iterable[str]) -> dict[str, Any]:
-    """The measurements :func:`detect_settings` decides on (shares in [0, 1], rounded)."""
+def document_titles(passages: Iterable[Any]) -> tuple[list[str], int]:
+    """The title of each document of ``passages`` (the first passage of each ``doc_id``; a
+    passage without one is its own document), and the number of passages."""
+    titles: dict[str, str] = {}
+    n = 0
+    for p in passages:
+        n += 1
+        meta = p.metadata or {}
+        key = f"doc:{meta['doc_id']}" if "doc_id" in meta else f"id:{p.id}"
+        titles.setdefault(key, p.title)
+    return list(titles.values()), n
+
+
+def title_stats(titles: Iterable[str], passages: int | None = None) -> dict[str, Any]:
+    """The measurements :func:`detect_settings` decides on (shares in [0, 1], rounded), over
+    ``titles`` (one per document); ``passages``: how many passages they came from."""
     all_titles = [(t or "").strip() for t in titles]
     n = len(all_titles)
     titled = [t for t in all_titles if t]
     words = [len(strip_disambiguator(t).split()) for t in titled]
     counts = Counter(titled)
     return {
-        "passages": n,
+        "passages": n if passages is None else passages,
+        "documents": n,
         "titled_share": round(len(titled) / n, 4) if n else 0.0,
         "distinct_share": round(len(counts) / len(titled), 4) if titled else 0.0,
         "median_title_words": float(statistics.median(words)) if words else 0.0,
@@ -96,14 +116,15 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
     is a part's options (as ``Index.build`` takes them); ``"why"`` holds the measurements of
     :func:`title_stats`, the thresholds, and a sentence saying what was decided.
     """
-    stats = title_stats(p.title for p in corpus)
+    titles, n_passages = document_titles(corpus)
+    stats = title_stats(titles, n_passages)
     failed = []
     if stats["titled_share"] < MIN_TITLED:
-        failed.append(f"{stats['titled_share']:.0%} of passages have a title (< {MIN_TITLED:.0%})")
+        failed.append(f"{stats['titled_share']:.0%} of documents have a title (< {MIN_TITLED:.0%})")
     else:
         if stats["distinct_share"] < MIN_DISTINCT:
             failed.append(
-                f"{stats['distinct_share']:.0%} of titles are distinct (< {MIN_DISTINCT:.0%})"
+                f"{stats['distinct_share']:.0%} of documents' titles are distinct (< {MIN_DISTINCT:.0%})"
             )
         if stats["median_title_words"] > MAX_MEDIAN_WORDS:
             failed.append(
