@@ -22,7 +22,7 @@ The format is recognised by the file's content first (:func:`sniff`: ``%PDF-``, 
 document's own (PDF metadata, HTML ``<title>``, DOCX core properties, the first Markdown H1),
 else the file stem.
 
-The parsers are the optional packages of ``hopgraph[docs]`` (pypdf, trafilatura, python-docx,
+The parsers are the optional packages of ``hopgraph[docs]`` (pypdf, lxml, python-docx,
 markdown-it-py), imported only when a file needs one. A file that cannot be parsed (a corrupt
 or encrypted PDF, a broken DOCX) raises :class:`~hopgraph.errors.CorpusError` naming it.
 """

@@ -93,7 +93,9 @@ def import_parser(module: str, kind: str, path: Path) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        package = {"docx": "python-docx", "markdown_it": "markdown-it-py"}.get(module, module)
+        package = {"docx": "python-docx", "markdown_it": "markdown-it-py", "lxml.html": "lxml"}.get(
+            module, module
+        )
         raise CorpusError(
             f"reading {_WHAT[kind]} needs {package}, which cannot be imported ({e}): {INSTALL}",
             path,

@@ -15,7 +15,7 @@ from typing import Any
 
 from hopgraph.corpus.documents.base import Section, heading_meta, push_heading
 
-__all__ = ["Block", "link_share", "page_blocks", "prune", "sections_of"]
+__all__ = ["Block", "link_share", "page_blocks", "prune", "prune_link_blocks", "sections_of"]
 
 #: Elements whose content is never text of the page.
 _NEVER = {
@@ -205,6 +205,32 @@ def link_share(root: Any) -> float:
         _count(a) for a in root.iter("a") if not _inside(a, heads) and not _inside(a, ("a",))
     )
     return linked / total if total > 0 else 0.0
+
+
+#: A block whose words are at least this share link text ...
+LINK_BLOCK_SHARE = 0.5
+#: ... and that has at most this many words is a menu or a navigation panel.
+LINK_BLOCK_WORDS = 60
+_CONTAINERS = ("div", "ul", "ol", "dl", "table", "td", "center")
+
+
+def prune_link_blocks(root: Any) -> None:
+    """Remove the link-dense blocks of ``root``: two links or more making at least
+    :data:`LINK_BLOCK_SHARE` of at most :data:`LINK_BLOCK_WORDS` words (menus, navigation
+    panels, "Next: … Up: …" bars). A block holding a heading or code is kept."""
+    doomed = []
+    for el in root.iter(*_CONTAINERS):
+        if el.find(".//pre") is not None or any(el.find(f".//{t}") is not None for t in _HEADING):
+            continue
+        words = _count(el)
+        if (
+            0 < words <= LINK_BLOCK_WORDS
+            and len(el.findall(".//a")) >= 2
+            and link_share(el) >= LINK_BLOCK_SHARE
+        ):
+            doomed.append(el)
+    for el in doomed:
+        _drop(el)
 
 
 def _count(el: Any) -> int:
