@@ -19,8 +19,8 @@ then numbered in order across its sections. Every passage keeps where it came fr
 
 The format is recognised by the file's content first (:func:`sniff`: ``%PDF-``, a zip holding
 ``word/document.xml``, an HTML start), then by its suffix (:data:`SUFFIXES`). The title is the
-document's own (PDF metadata, HTML ``<title>``, DOCX core properties, the first Markdown H1),
-else the file stem.
+document's own (PDF metadata, else page 1's largest type; HTML ``<title>``, else the first
+``h1``; DOCX core properties; the first Markdown H1), else the file stem.
 
 The parsers are the optional packages of ``hopgraph[docs]`` (pypdf, lxml, python-docx,
 markdown-it-py), imported only when a file needs one. A file that cannot be parsed (a corrupt

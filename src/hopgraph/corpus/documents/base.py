@@ -45,6 +45,7 @@ DROPPED: dict[str, str] = {
     "contents_pages": "PDF pages of a table of contents or an index (dot leaders, page numbers)",
     "running_lines": "PDF running headers and footers (lines repeated at the top or bottom of "
     "most pages)",
+    "contents_lines": "PDF dot-leader lines of a table of contents on a page otherwise kept",
     "navigation_pages": "HTML pages that are only navigation (lists of links)",
     "empty_documents": "documents without text",
 }
