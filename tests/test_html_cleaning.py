@@ -226,3 +226,23 @@ def test_strip_affix_keeps_a_title_that_is_only_the_affix():
         "functools — Higher-order"
     )
     assert strip_affix("Py docs", None, " — Py docs") == "Py docs"
+
+
+def test_index_records_what_reading_left_out(site, tmp_path):
+    from click.testing import CliRunner
+
+    from hopgraph.cli import cli
+    from hopgraph.index import Index
+
+    out = tmp_path / "ix"
+    result = CliRunner().invoke(
+        cli, ["index", str(site), "-o", str(out), "--parts", "sparse", "-q"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "navigation pages" in result.output  # the reading's line
+    reading = Index.load(out).info()["reading"]
+    assert reading["dropped"]["navigation_pages"]["count"] >= 1
+    assert reading["titles"]["suffix"].endswith("documentation")
+    # the corpus's own folder is never an output, even with --force
+    again = CliRunner().invoke(cli, ["index", str(site), "-o", str(site), "--force", "-q"])
+    assert again.exit_code != 0 and "would delete it" in str(again.exception or again.output)

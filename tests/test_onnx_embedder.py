@@ -75,6 +75,18 @@ def test_batch_equals_single(onnx_embedder):
     assert onnx_embedder.encode([]).shape == (0, 384)
 
 
+def test_on_batch_hears_each_batch_and_changes_no_vector(onnx_embedder, torch_embedder):
+    """A build's progress bar moves as the encoder's batches end (hopgraph index)."""
+    for embedder in (onnx_embedder, torch_embedder):
+        calls: list[int] = []
+        got = embedder.encode(TEXTS, batch_size=3, on_batch=calls.append)
+        assert calls == [3, 4], embedder.backend
+        np.testing.assert_allclose(got, embedder.encode(TEXTS, batch_size=3), atol=1e-6)
+    calls = []
+    onnx_embedder.encode(TEXTS[:1], on_batch=calls.append)
+    assert calls == [1]
+
+
 def test_export_cache_is_reused(onnx_embedder, onnx_cache, monkeypatch):
     folders = [p for p in onnx_cache.iterdir() if not p.name.startswith(".")]
     assert len(folders) == 1

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
 import signal
 import subprocess
@@ -19,7 +21,7 @@ import pytest
 from hopgraph.corpus import iter_corpus, load_corpus, load_dataset
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
 from hopgraph.data import demo_dataset_path
-from hopgraph.errors import CorpusError
+from hopgraph.errors import CorpusError, OutputExistsError
 from hopgraph.index import Index
 from hopgraph.index.part import merge_records
 from hopgraph.index.streaming import PartialBuildError, build_index, partial_folder
@@ -263,3 +265,70 @@ def test_resume_sees_documents_changed_in_subfolders_not_its_own_output(tmp_path
                     log=_interrupt_at("merging"))  # fmt: skip
     ix = build_index(docs, out, ["sparse"], batch_size=2, resume=True, progress=False)
     assert len(ix) == 5
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    """sha256 of every file under ``folder``, the manifest included."""
+    return {
+        str(f.relative_to(folder)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(folder.rglob("*"))
+        if f.is_file()
+    }
+
+
+def test_a_build_refuses_what_is_at_its_output_unless_told(tmp_path):
+    path = demo_dataset_path()
+    out = tmp_path / "ix"
+    build_index(path, out, ["sparse"], progress=False)
+    before = _tree(out)
+    with pytest.raises(OutputExistsError, match="already holds an index"):
+        build_index(path, out, PARTS, progress=False)
+    with pytest.raises(OutputExistsError, match="nothing to resume"):
+        build_index(path, out, ["sparse"], resume=True, progress=False)
+    assert _tree(out) == before and not partial_folder(out).exists()
+
+    notes = tmp_path / "notes"  # not an index: what is there is named
+    (notes / "drafts").mkdir(parents=True)
+    (notes / "a.txt").write_text("mine")
+    with pytest.raises(OutputExistsError, match=r"not an index but holds 2 .*\(a\.txt, drafts/\)"):
+        build_index(path, notes, ["sparse"], progress=False)
+    assert (notes / "a.txt").read_text() == "mine" and not partial_folder(notes).exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputExistsError, match="is a file"):
+        build_index(path, tmp_path / "file", ["sparse"], progress=False, overwrite=True)
+    (tmp_path / "empty").mkdir()
+    assert len(build_index(path, tmp_path / "empty", ["sparse"], progress=False)) > 0
+
+    # overwrite: the old index stays until the new one is complete; a stopped build asked to
+    # replace it resumes without being told again
+    with pytest.raises(KeyboardInterrupt):
+        build_index(
+            path, out, PARTS, overwrite=True, progress=False, log=_interrupt_at("merging")
+        )  # fmt: skip
+    assert _tree(out) == before
+    ix = build_index(path, out, PARTS, resume=True, progress=False)
+    assert sorted(ix.parts) == sorted(PARTS) and _tree(out) != before
+
+
+def test_the_indexing_bar_moves_within_a_batch_and_reading_is_counted(tmp_path, capfd):
+    """One batch of all 44 passages, encoded 4 at a time: the indexing bar moves as the
+    encoder's batches end (not once at the batch's end) and stops at exactly 44; a bar counts
+    the passages read. TQDM_MININTERVAL=0 and TQDM_MINITERS=1 make tqdm print every update."""
+    n = len(load_corpus(demo_dataset_path()))
+    cmd = [
+        sys.executable, "-m", "hopgraph.cli", "index", str(demo_dataset_path()),
+        "-o", str(tmp_path / "ix"), "--parts", "sparse,dense", "--set", "dense.batch_size=4",
+        "--batch-size", "1000",
+    ]  # fmt: skip
+    env = {**os.environ, "TQDM_MININTERVAL": "0", "TQDM_MINITERS": "1"}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    shown = [int(m) for m in re.findall(rf"indexing:[^|]*\|[^|]*\| *(\d+)/{n}\b", done.stderr)]
+    assert shown and shown[-1] == n and shown == sorted(shown), shown
+    assert len(set(shown) - {0, n}) >= 5, shown  # sparse's end, then the encoder's batches
+    read = [int(m) for m in re.findall(r"reading: (\d+) passages", done.stderr)]
+    assert read and read[-1] == n, done.stderr
+
+    build_index(demo_dataset_path(), tmp_path / "quiet", ["sparse"], progress=False)
+    err = capfd.readouterr().err
+    assert "reading:" not in err and "indexing:" not in err

@@ -23,6 +23,11 @@ class IndexError_(HopgraphError):
     """A missing, corrupt, partial or incompatible index."""
 
 
+class OutputExistsError(HopgraphError):
+    """A build's output folder already holds an index, or other files: nothing was changed
+    (``hopgraph index --force``, ``build_index(..., overwrite=True)`` replaces it)."""
+
+
 class StorageError(HopgraphError):
     """An index could not be written (no space left, quota, a read-only file system); the
     folder still holds the generation it had."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -267,15 +267,23 @@ class DensePart(IndexPart):
 
     @classmethod
     def write_segment(
-        cls, passages: Corpus, options: DenseOptions, folder: Path, context: Any = None
+        cls,
+        passages: Corpus,
+        options: DenseOptions,
+        folder: Path,
+        context: Any = None,
+        *,
+        on_progress: Callable[[int], None] | None = None,
     ) -> None:
         """The unit vectors of ``passages`` (the encoder is the per-passage work), and which
-        encoder made them."""
+        encoder made them; ``on_progress`` hears of every encoder batch."""
         encoder = context or "same"
         emb = options.passage_embedder(
             options.fast_encode_min_passages if encoder == "torch-bf16" else 0
         )
-        vectors = emb.encode([p.content for p in passages], batch_size=options.batch_size)
+        vectors = emb.encode(
+            [p.content for p in passages], batch_size=options.batch_size, on_batch=on_progress
+        )
         np.save(folder / "embeddings.npy", np.ascontiguousarray(vectors, dtype=np.float32))
         (folder / ENCODER_FILE).write_text(encoder)
 

@@ -120,11 +120,14 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
     stats = title_stats(titles, n_passages)
     failed = []
     if stats["titled_share"] < MIN_TITLED:
-        failed.append(f"{stats['titled_share']:.0%} of documents have a title (< {MIN_TITLED:.0%})")
+        failed.append(
+            f"{stats['titled_share']:.0%} of documents have a title (< {MIN_TITLED:.0%})"
+        )
     else:
         if stats["distinct_share"] < MIN_DISTINCT:
             failed.append(
-                f"{stats['distinct_share']:.0%} of documents' titles are distinct (< {MIN_DISTINCT:.0%})"
+                f"{stats['distinct_share']:.0%} of documents' titles are distinct "
+                f"(< {MIN_DISTINCT:.0%})"
             )
         if stats["median_title_words"] > MAX_MEDIAN_WORDS:
             failed.append(

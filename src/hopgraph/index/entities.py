@@ -13,7 +13,7 @@ import json
 import re
 import shutil
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,7 +153,13 @@ class EntityPart(IndexPart):
 
     @classmethod
     def write_segment(
-        cls, passages: Corpus, options: EntityOptions, folder: Path, context: Any = None
+        cls,
+        passages: Corpus,
+        options: EntityOptions,
+        folder: Path,
+        context: Any = None,
+        *,
+        on_progress: Callable[[int], None] | None = None,
     ) -> None:
         """The NER mentions of ``passages``, normalised (before aliasing and filtering), and
         the title aliases found in their texts (``context``: the aliases of the whole corpus)."""

@@ -9,7 +9,7 @@ as plain files in its own folder, and loads them back (memory-mapped where it ca
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -177,10 +177,18 @@ class IndexPart(ABC):
 
     @classmethod
     def write_segment(
-        cls, passages: Corpus, options: Any, folder: Path, context: Any = None
+        cls,
+        passages: Corpus,
+        options: Any,
+        folder: Path,
+        context: Any = None,
+        *,
+        on_progress: Callable[[int], None] | None = None,
     ) -> None:
         """Do the per-passage work for ``passages`` (one batch) and write it into ``folder``
-        (which exists and is empty); ``context`` is :meth:`segment_context`'s."""
+        (which exists and is empty); ``context`` is :meth:`segment_context`'s. A part whose
+        work is slow calls ``on_progress`` (when given) with how many of ``passages`` it has
+        done so far, so that a build's progress bar moves within the batch."""
         raise NotImplementedError(f"the {cls.name!r} part is not built in segments")
 
     @classmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,7 +131,13 @@ class SparsePart(IndexPart):
 
     @classmethod
     def write_segment(
-        cls, passages: Corpus, options: SparseOptions, folder: Path, context: Any = None
+        cls,
+        passages: Corpus,
+        options: SparseOptions,
+        folder: Path,
+        context: Any = None,
+        *,
+        on_progress: Callable[[int], None] | None = None,
     ) -> None:
         """The document–term counts of ``passages`` (the tokeniser is the per-passage work)."""
         tok = Tokenizer(options.stemmer, options.stopwords)

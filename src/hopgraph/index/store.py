@@ -138,6 +138,9 @@ class Index:
         # how well each first-stage signal finds this corpus's passages, measured on
         # pseudo-queries (hopgraph.index.profile), kept in the manifest
         self.profile: dict[str, Any] | None = None
+        # what reading a folder of documents did and left out (hopgraph.corpus.documents.folder:
+        # documents, passages, boilerplate dropped and why), kept in the manifest
+        self.reading: dict[str, Any] | None = None
         # The updates since the base of the folder this index came from, in order (None: one
         # of them cannot be kept as a delta, so the next save writes the whole index); the
         # first `saved_deltas` are in that folder, whose manifest then had digest `origin[1]`.
@@ -293,6 +296,7 @@ class Index:
         out = Index(corpus)
         out.detected = self.detected
         out.profile = self.profile
+        out.reading = self.reading
         out.generation = self.generation + 1
         out.origin, out.saved_deltas, out.base = self.origin, self.saved_deltas, self.base
         out.policy, out.unverified = self.policy, self.unverified
@@ -367,6 +371,7 @@ class Index:
             "passages": len(self.corpus),
             "detected": self.detected,
             "profile": self.profile,
+            "reading": self.reading,
             "parts": {
                 n: {
                     "options": asdict(p.options),
@@ -489,6 +494,8 @@ class Index:
             fields["detected"] = self.detected
         if self.profile is not None:
             fields["profile"] = self.profile
+        if self.reading is not None:
+            fields["reading"] = self.reading
         return fields
 
     def _save_whole(self, path: Path) -> Path:
@@ -554,6 +561,7 @@ class Index:
                 index.build_seconds[name] = meta["build_seconds"]
         index.detected = manifest.get("detected")
         index.profile = manifest.get("profile")
+        index.reading = manifest.get("reading")
         index.base = manifest.get("base")
         deltas = manifest.get("deltas", [])
         index.generation = int(manifest.get("generation", 0)) - len(deltas)

@@ -20,15 +20,21 @@ A build killed at any point (Ctrl-C, SIGKILL, a power cut) resumes with ``resume
 (``hopgraph index ... --resume``) from its last complete batch, and gives the same index as an
 uninterrupted build: batches are fixed by the plan (``plan.json``: source, parts, options,
 batch size), which a resumed build must match.
+
+A build does not start over an index, or a folder holding anything else, unless told to
+(``overwrite=True``, ``hopgraph index --force``); the folder is replaced only once the new
+index is complete. Progress: a bar counts the passages read, then one the passages indexed,
+moved within a batch as the parts report their work (the encoder, batch by batch).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,11 +42,13 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from hopgraph.atomic import fsync_dir, fsync_tree, write_synced
+from hopgraph.atomic import fsync_dir, fsync_tree, recover_folder, write_synced
 from hopgraph.config import make_options
 from hopgraph.corpus import Corpus, iter_corpus
+from hopgraph.corpus.documents.folder import describe_report, new_report
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
-from hopgraph.errors import CorpusError, HopgraphError
+from hopgraph.errors import CorpusError, HopgraphError, OutputExistsError
+from hopgraph.index.manifest import MANIFEST
 from hopgraph.index.part import part_class
 from hopgraph.index.store import Index, PartOptions, dependency_order
 
@@ -86,6 +94,7 @@ def build_index(
     fmt: str = "auto",
     batch_size: int = DEFAULT_BATCH,
     resume: bool = False,
+    overwrite: bool = False,
     progress: bool = True,
     log: Any = None,
     engine: EngineOptions | None = None,
@@ -96,10 +105,14 @@ def build_index(
     ``parts`` default to the default method's; with ``detect``, the options the corpus decides
     are detected from its titles as :meth:`Index.build` does (``options`` win). ``resume``
     continues a build of the same plan that was stopped; without it, a partial build of
-    ``out`` in the way raises :class:`PartialBuildError`. ``log``: a function given one line of
-    text per stage (the CLI prints them). ``engine``: where the per-passage work runs (this
-    process by default; ``EngineOptions("ray", ...)`` on a Ray cluster); it does not change
-    the index, so a build may resume on another engine.
+    ``out`` in the way raises :class:`PartialBuildError`. A new build (not a resumed one) over
+    an index at ``out``, or a folder holding other files, raises
+    :class:`~hopgraph.errors.OutputExistsError` and changes nothing, unless ``overwrite``: then
+    ``out`` is replaced once the new index is complete. ``progress``: bars for the passages
+    read and indexed. ``log``: a function given one line of text per stage (the CLI prints
+    them). ``engine``: where the per-passage work runs (this process by default;
+    ``EngineOptions("ray", ...)`` on a Ray cluster); it does not change the index, so a build
+    may resume on another engine.
     """
     from hopgraph import __version__
     from hopgraph.defaults import DEFAULT_PARTS, describe_detected, detected_options
@@ -109,6 +122,11 @@ def build_index(
         raise HopgraphError(f"batch_size must be positive, got {batch_size}")
     out = Path(out).resolve()
     work = partial_folder(out)
+    # a new build replaces nothing at out unless told to; a partial build in the way, or one
+    # resumed (its start was checked), is _open_work's
+    starting = not (work / "plan.json").exists() if resume else not work.exists()
+    if starting:
+        _check_output(out, overwrite, resume, Path(source).resolve())
     names = list(dict.fromkeys(parts if parts is not None else DEFAULT_PARTS))
     given = {p: dict(o) for p, o in (options or {}).items()}
     plan = {
@@ -126,7 +144,9 @@ def build_index(
     _open_work(work, plan, resume, say)
     t_start = time.perf_counter()
 
-    corpus = _passages_stage(source, work, chunk_words, fmt, say)
+    corpus = _passages_stage(source, work, chunk_words, fmt, say, progress)
+    reading_file = work / "reading.json"
+    reading = json.loads(reading_file.read_text("utf-8")) if reading_file.exists() else None
     detected = None
     opts = given
     if detect:
@@ -152,6 +172,7 @@ def build_index(
     folders = _segment_folders(work, len(corpus), batch_size)
     index = Index(corpus)
     index.detected = detected
+    index.reading = reading
     for name in order:
         cls = classes[name]
         merged = work / "merged" / name
@@ -185,6 +206,44 @@ def build_index(
 
 
 # -- stages ---------------------------------------------------------------------------------
+def _check_output(out: Path, overwrite: bool, resume: bool, source: Path) -> None:
+    """Refuse to build into ``out`` when it holds an index or other files, unless
+    ``overwrite``; an empty folder or none is fine. A folder that holds the corpus itself is
+    refused even with ``overwrite`` (the index would replace the documents), unless it is an
+    index rebuilt from its own passages."""
+    recover_folder(out)  # an index a save left renamed aside (see replace_folder) is put back
+    if (source == out or out in source.parents) and not (out / MANIFEST).is_file():
+        raise OutputExistsError(
+            f"{out} holds the corpus being indexed ({source}): building the index there would "
+            "delete it; choose another output folder"
+        )
+    if (out / MANIFEST).is_file():
+        if overwrite:
+            return
+        if resume:
+            raise OutputExistsError(
+                f"nothing to resume: {out} holds a complete index (the build finished); "
+                "--force (overwrite=True) builds it again"
+            )
+        raise OutputExistsError(
+            f"{out} already holds an index: --force (overwrite=True) replaces it once the new "
+            "one is built; or choose another folder"
+        )
+    if out.is_dir():
+        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir())
+        if entries and not overwrite:
+            shown = ", ".join(entries[:5]) + (
+                f" and {len(entries) - 5} more" if len(entries) > 5 else ""
+            )
+            raise OutputExistsError(
+                f"{out} is not an index but holds {len(entries)} file(s) or folder(s) "
+                f"({shown}): choose another folder, or --force (overwrite=True) replaces it "
+                "with the index, deleting them"
+            )
+    elif os.path.lexists(out):
+        raise OutputExistsError(f"{out} is a file, not a folder: choose another output folder")
+
+
 def _save_merged(part: Any, folder: Path, seconds: float) -> None:
     tmp = folder.with_name(f".{folder.name}.tmp")
     if tmp.exists():
@@ -228,17 +287,23 @@ def _open_work(work: Path, plan: dict[str, Any], resume: bool, say: Any) -> None
 
 
 def _passages_stage(
-    source: str | os.PathLike[str], work: Path, chunk_words: int | None, fmt: str, say: Any
+    source: str | os.PathLike[str],
+    work: Path,
+    chunk_words: int | None,
+    fmt: str,
+    say: Any,
+    progress: bool = False,
 ) -> FileCorpus:
     """The corpus, copied as a stream into ``work/passages.jsonl`` (once) and read from there."""
     final = work / "passages.jsonl"
     if not final.exists():
         say(f"reading {source}")
         tmp = work / "passages.jsonl.tmp"
+        report = new_report()
+        passages = iter_corpus(source, chunk_words=chunk_words, fmt=fmt, report=report)
         try:
-            offsets, ids = write_passages(
-                _checked(iter_corpus(source, chunk_words=chunk_words, fmt=fmt)), tmp
-            )
+            with tqdm(passages, desc="reading", unit=" passages", disable=not progress) as bar:
+                offsets, ids = write_passages(_checked(bar), tmp)
         except HopgraphError:  # bad input: nothing to resume, so no partial build is left
             shutil.rmtree(work, ignore_errors=True)
             raise
@@ -247,6 +312,9 @@ def _passages_stage(
             raise CorpusError("no passages to index", source)
         np.save(work / "offsets.npy", offsets)
         write_synced(work / "ids.json", json.dumps(ids, ensure_ascii=False))
+        if report["documents"]:  # a folder of documents: what the reading left out, and why
+            write_synced(work / "reading.json", json.dumps(report, ensure_ascii=False))
+            say(describe_report(report))
         fsync_dir(tmp)  # os.open + fsync: works on a file too
         os.replace(tmp, final)  # the marker: the passages are complete
     offsets = np.load(work / "offsets.npy")
@@ -262,17 +330,67 @@ def _checked(passages: Iterable[Any]) -> Iterable[Any]:
 
 
 def write_batch(
-    batch: Corpus, names: list[str], options: dict[str, Any], contexts: dict[str, Any], dest: Path
+    batch: Corpus,
+    names: list[str],
+    options: dict[str, Any],
+    contexts: dict[str, Any],
+    dest: Path,
+    on_progress: Callable[[str, int], None] | None = None,
 ) -> dict[str, float]:
     """The per-passage work of one batch: each part's segment in ``dest/<part>/`` (the same
-    on every engine); returns the seconds each part took."""
+    on every engine); returns the seconds each part took. ``on_progress(part, done)``: how
+    many of the batch's passages ``part`` has done, as the part reports them and when it ends."""
     secs: dict[str, float] = {}
     for name in names:
         (dest / name).mkdir()
         t0 = time.perf_counter()
-        part_class(name).write_segment(batch, options[name], dest / name, contexts.get(name))
+        report = None if on_progress is None else functools.partial(on_progress, name)
+        part_class(name).write_segment(
+            batch, options[name], dest / name, contexts.get(name), on_progress=report
+        )
         secs[name] = time.perf_counter() - t0
+        if on_progress is not None:
+            on_progress(name, len(batch))
     return secs
+
+
+class _BatchBar:
+    """Moves the indexing bar within a batch as its parts report passages done. Each part
+    stands for its share of the seconds the parts took on the batch before (equal shares
+    before any), so that the bar moves at an even pace; a batch adds exactly its passages."""
+
+    def __init__(self, bar: Any, names: list[str], seconds: dict[str, float]) -> None:
+        self.bar, self.names = bar, names
+        self.weigh(seconds)
+
+    def weigh(self, seconds: dict[str, float]) -> None:
+        """Each part's (start, share) of a batch, from the seconds the parts took on one."""
+        total = sum(seconds.get(n, 0.0) for n in self.names)
+        self.span: dict[str, tuple[float, float]] = {}
+        start = 0.0
+        for n in self.names:
+            share = seconds.get(n, 0.0) / total if total > 0 else 1 / len(self.names)
+            self.span[n] = (start, share)
+            start += share
+
+    def write(
+        self, batch: Corpus, options: dict[str, Any], contexts: dict[str, Any], dest: Path
+    ) -> dict[str, float]:
+        """:func:`write_batch`, the bar moving as it goes."""
+        size, shown = len(batch), 0
+
+        def report(name: str, done: int) -> None:
+            nonlocal shown
+            start, share = self.span[name]
+            at = min(size, int(size * (start + share * min(done, size) / size)))
+            if at > shown:
+                self.bar.update(at - shown)
+                shown = at
+
+        secs = write_batch(batch, self.names, options, contexts, dest, report)
+        self.bar.update(size - shown)  # what rounding left: the batch counts size passages
+        self.weigh(secs)
+        return secs
 
 
 def _commit_segment(
@@ -342,14 +460,15 @@ def _segments_stage(
                 _commit_segment(tmp, folders[b], rows[b], info["seconds"], node=info["node"])
                 bar.update(rows[b][1] - rows[b][0])
         else:
+            last = json.loads((done[-1] / "segment.json").read_text())["seconds"] if done else {}
+            moving = _BatchBar(bar, names, last)
+            bar.set_postfix_str(", ".join(names), refresh=False)
             for b, lo, hi in todo:
                 batch = Corpus(corpus[lo:hi], source=corpus.source)
                 tmp = root / f".{folders[b].name}.tmp"
                 tmp.mkdir()
-                bar.set_postfix_str(", ".join(names), refresh=False)
-                secs = write_batch(batch, names, options, contexts, tmp)
+                secs = moving.write(batch, options, contexts, tmp)
                 _commit_segment(tmp, folders[b], (lo, hi), secs)
-                bar.update(hi - lo)
     finally:
         bar.close()
     totals: dict[str, float] = {}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -163,21 +164,39 @@ class Embedder:
         self.dim = int(get_dim())
 
     def encode(
-        self, texts: list[str], *, batch_size: int = 64, progress: bool = False
+        self,
+        texts: list[str],
+        *,
+        batch_size: int = 64,
+        progress: bool = False,
+        on_batch: Callable[[int], None] | None = None,
     ) -> np.ndarray:
-        """(len(texts), dim) float32, unit length rows."""
+        """(len(texts), dim) float32, unit length rows. ``on_batch``: called after each batch
+        of ``batch_size`` texts with how many are encoded so far (the static backend encodes
+        them in one go: called once)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self._static is not None:
             with self._lock:
-                return self._static.encode(texts)
+                out = self._static.encode(texts)
+            if on_batch is not None:
+                on_batch(len(texts))
+            return out
         if self._onnx is not None:
             with self._onnx_slots:
-                return self._onnx.encode(texts, batch_size, progress)
+                return self._onnx.encode(texts, batch_size, progress, on_batch)
         import torch
 
         with self._lock, torch.inference_mode():
-            out = self._encode(texts, batch_size, progress)
+            if on_batch is None:
+                out = self._encode(texts, batch_size, progress)
+            else:  # one call per batch, longest texts first as sentence-transformers does
+                out = np.empty((len(texts), self.dim), np.float32)
+                order = np.argsort([-len(t) for t in texts], kind="stable")
+                for i in range(0, len(texts), batch_size):
+                    rows = order[i : i + batch_size]
+                    out[rows] = self._encode([texts[j] for j in rows], batch_size, False)
+                    on_batch(min(i + batch_size, len(texts)))
         return np.ascontiguousarray(out, dtype=np.float32)
 
     def _encode(self, texts: list[str], batch_size: int, progress: bool) -> np.ndarray:

@@ -28,6 +28,7 @@ import re
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -498,14 +499,23 @@ class OnnxEncoder:
             )
         return out
 
-    def encode(self, texts: list[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
+    def encode(
+        self,
+        texts: list[str],
+        batch_size: int = 64,
+        progress: bool = False,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> np.ndarray:
         """(len(texts), dim) float32, unit rows. Batches are formed longest first (as
-        sentence-transformers does) so that little padding is computed."""
+        sentence-transformers does) so that little padding is computed; ``on_batch`` is called
+        after each with how many texts are encoded so far."""
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
         if len(texts) == 1:
             out[:] = self._run(texts)
+            if on_batch is not None:
+                on_batch(1)
         else:
             order = np.argsort([-len(t) for t in texts], kind="stable")
             starts = range(0, len(texts), batch_size)
@@ -516,6 +526,8 @@ class OnnxEncoder:
             for i in starts:
                 rows = order[i : i + batch_size]
                 out[rows] = self._run([texts[j] for j in rows])
+                if on_batch is not None:
+                    on_batch(min(i + batch_size, len(texts)))
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         out /= np.maximum(norms, 1e-12)
         return out

@@ -29,7 +29,13 @@ from hopgraph.corpus.documents.titles import shared_affix, strip_affix
 from hopgraph.corpus.passage import Passage
 from hopgraph.errors import CorpusError
 
-__all__ = ["DEFAULT_CHUNK_WORDS", "folder_passages", "new_report", "visible_files"]
+__all__ = [
+    "DEFAULT_CHUNK_WORDS",
+    "describe_report",
+    "folder_passages",
+    "new_report",
+    "visible_files",
+]
 
 log = logging.getLogger("hopgraph.corpus")
 
@@ -37,6 +43,7 @@ log = logging.getLogger("hopgraph.corpus")
 DEFAULT_CHUNK_WORDS = 200
 _PLAIN_SUFFIXES = (".txt", ".md", ".markdown")  # a document id without the suffix
 _TITLE_BYTES = 16 * HEAD_BYTES  # a <title> lies in the page's head
+_WHOLE = {"contents_pages", "navigation_pages"}  # pages a reader leaves out whole
 
 
 def visible_files(folder: Path, *, ordered: bool) -> Iterator[Path]:
@@ -62,6 +69,18 @@ def new_report() -> dict[str, Any]:
     """An empty reading report: ``documents`` (files read), ``passages``, ``dropped`` (reason →
     ``{"count", "what"}``) and ``titles`` (the site's prefix/suffix taken off HTML titles)."""
     return {"documents": 0, "passages": 0, "dropped": {}, "titles": {}}
+
+
+def describe_report(report: dict[str, Any]) -> str:
+    """One line saying what a reading did: documents, passages, what was dropped and why."""
+    line = f"read {report['documents']} documents into {report['passages']} passages"
+    dropped = [f"{d['count']} {why.replace('_', ' ')}" for why, d in report["dropped"].items()]
+    if dropped:
+        line += "; left out: " + ", ".join(dropped)
+    suffix = (report.get("titles") or {}).get("suffix")
+    if suffix:
+        line += f"; the site's title suffix {suffix.strip()!r} taken off"
+    return line
 
 
 def _count(report: dict[str, Any], reason: str, n: int) -> None:
@@ -124,7 +143,7 @@ def folder_passages(
             doc_id, doc, title=title, max_words=max_words, overlap=overlap, metadata=meta
         )
         if not passages:
-            if not doc.dropped:  # left out whole as boilerplate: counted, not worth a warning
+            if not _WHOLE.intersection(doc.dropped):  # boilerplate left out whole: counted
                 hint = " (a scanned PDF needs OCR first)" if kind == "pdf" else ""
                 log.warning("%s: skipped: the document has no text%s", f, hint)
                 _count(report, "empty_documents", 1)
