@@ -36,6 +36,74 @@ def test_index_then_search(tmp_path):
     assert len(hits) == 2 and hits[0]["why"]["bm25"] == hits[0]["score"]
 
 
+def _tree(folder) -> dict[str, str]:
+    import hashlib
+
+    return {
+        str(f.relative_to(folder)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(folder.rglob("*"))
+        if f.is_file()
+    }
+
+
+def test_index_refuses_an_existing_index_unless_forced(tmp_path):
+    from hopgraph.errors import OutputExistsError
+    from hopgraph.index import Index
+
+    out = tmp_path / "ix"
+    assert (
+        run("index", str(demo_dataset_path()), "-o", str(out), "--parts", "sparse", "-q").exit_code
+        == 0
+    )
+    before = _tree(out)
+    again = ["index", str(demo_dataset_path()), "-o", str(out), "--parts", "sparse,entities", "-q"]
+    r = run(*again)
+    assert r.exit_code != 0 and isinstance(r.exception, OutputExistsError)
+    assert "already holds an index" in str(r.exception) and "--force" in str(r.exception)
+    r = run(*again, "--resume")
+    assert r.exit_code != 0 and "nothing to resume" in str(r.exception)
+    assert _tree(out) == before  # byte for byte
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ix"]  # no partial build left
+    r = run(*again, "--force")
+    assert r.exit_code == 0, r.output
+    assert sorted(Index.load(out).parts) == ["entities", "sparse"] and _tree(out) != before
+
+
+def test_help_shows_the_defaults(tmp_path):
+    """Every option with a default shows it; --chunk-words says what happens without it, and
+    the loaders do what it says."""
+    import click
+
+    from hopgraph.corpus import load_corpus
+
+    for name in ("index", "add"):
+        text = " ".join(run(name, "--help").output.split())
+        assert "cut at 200 words; passage files and datasets are not split" in text, text
+
+    def options(group: click.Group, path: str = ""):
+        for name, cmd in group.commands.items():
+            if isinstance(cmd, click.Group):
+                yield from options(cmd, f"{path}{name} ")
+            else:
+                yield from ((f"{path}{name}", p) for p in cmd.params if isinstance(p, click.Option))
+
+    hidden = [
+        (cmd, p.name)
+        for cmd, p in options(cli)
+        if p.to_info_dict()["default"] is not None  # an option with no default says None
+        and not (p.is_flag or p.multiple or p.required or p.show_default)
+    ]
+    assert hidden == []
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "long.txt").write_text(" ".join(f"word{i}" for i in range(500)) + "\n")
+    assert max(len(p.text.split()) for p in load_corpus(docs)) == 200
+    rows = tmp_path / "p.jsonl"
+    rows.write_text(json.dumps({"id": "a", "title": "A", "text": "w " * 500}) + "\n")
+    assert len(load_corpus(rows)) == 1
+
+
 def test_search_with_params(demo_index_dir):
     r = run(
         "search", str(demo_index_dir), "river", "--method", "rrf", "--set", "k_rrf=10", "--json"
@@ -260,12 +328,14 @@ def test_index_set_wins_over_detection_and_no_detect(tmp_path):
     assert r.exit_code == 0, r.output
     assert "overridden by --set: entities.title_aliases" in r.output
     assert Index.load(out).part("entities").options.title_aliases is False
-    r = run("index", str(demo_dataset_path()), "-o", str(out), "--parts", "sparse", "-q")
+    r = run(
+        "index", str(demo_dataset_path()), "-o", str(out), "--parts", "sparse", "-q", "--force"
+    )  # fmt: skip
     assert r.exit_code == 0 and "detected" not in r.output  # no part detection covers
     assert Index.load(out).detected is None
     r = run(
         "index", str(demo_dataset_path()), "-o", str(out), "--parts", "entities", "--no-detect",
-        "-q",
+        "-q", "--force",
     )  # fmt: skip
     assert r.exit_code == 0 and "detected" not in r.output
     index = Index.load(out)

@@ -325,6 +325,7 @@ def test_haystack_pipeline_and_serialization(index, index_dir, questions):
         "method": "rrf",
         "k": 10,
         "filter": None,
+        "max_per_doc": None,
         "k_rrf": 5,
     }
     restored = HopgraphRetriever.from_dict(data)

@@ -76,7 +76,7 @@ async def test_lists_the_two_read_only_tools(session):
     assert "multi-hop" in search.description and "without an LLM" in search.description
     assert "`multihop`" in search.description  # the method it runs, named
     props = search.input_schema["properties"]
-    assert set(props) == {"query", "k", "method", "filter"}
+    assert set(props) == {"query", "k", "method", "filter", "max_per_doc"}
     assert search.input_schema["required"] == ["query"]
     assert props["k"]["maximum"] == MAX_K and props["k"]["minimum"] == 1
     assert "bm25" in props["method"]["description"]  # the methods this index can run

@@ -380,6 +380,7 @@ def test_openapi_describes_the_bodies(client):
         "k",
         "params",
         "filter",
+        "max_per_doc",
         "explain",
         "passages",
         "query",

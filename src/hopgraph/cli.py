@@ -17,6 +17,7 @@ from hopgraph.config import describe_options, parse_assignments
 from hopgraph.errors import ConfigError, HopgraphError
 from hopgraph.index.store import split_part_options
 from hopgraph.index.streaming import DEFAULT_BATCH
+from hopgraph.retrieve.crowding import DEFAULT_MAX_PER_DOC
 
 ASSIGN_HELP = "key=value; repeatable"
 NO_DETECT_HELP = (
@@ -25,7 +26,13 @@ NO_DETECT_HELP = (
 )
 METHOD_HELP = "retrieval method; 'default' is the recommended one (hopgraph methods marks it)"
 DATA_DIR_HELP = "folder of named datasets (or $HOPGRAPH_DATA)"
-INDEX_DIR_HELP = "index cache folder (or $HOPGRAPH_CACHE)"
+INDEX_DIR_HELP = "index cache folder [default: $HOPGRAPH_CACHE, else ~/.cache/hopgraph/indexes]"
+# the corpus loaders' rule (hopgraph.corpus.loaders): documents are cut at 200 words unless told
+CHUNK_WORDS_HELP = (
+    "split passages longer than this many words, a fifth of it overlapping [default: documents "
+    "(PDF, HTML, DOCX, Markdown, text) are cut at 200 words; passage files and datasets are "
+    "not split]"
+)
 POOL_HELP = (
     "metadata key: each question searches only the passages sharing its value, one index per "
     "pool (db_id for converted Spider/BIRD tables)"
@@ -73,7 +80,7 @@ def cli() -> None:
 )  # fmt: skip
 @click.option("--set", "sets", multiple=True, help=f"part option, part.option=value; {ASSIGN_HELP}")
 @click.option("--no-detect", is_flag=True, help=NO_DETECT_HELP)
-@click.option("--chunk-words", type=int, default=None, help="split passages longer than this")
+@click.option("--chunk-words", type=click.IntRange(min=1), default=None, help=CHUNK_WORDS_HELP)
 @click.option("--format", "fmt", default="auto", show_default=True, help="corpus format")
 @click.option(
     "--batch-size", type=click.IntRange(min=1), default=DEFAULT_BATCH, show_default=True,
@@ -84,12 +91,16 @@ def cli() -> None:
     help="continue a stopped build of OUTPUT (same corpus, parts, options, batch size)",
 )  # fmt: skip
 @click.option(
+    "--force", is_flag=True,
+    help="replace what OUTPUT holds (an index, or other files) once the new index is built",
+)  # fmt: skip
+@click.option(
     "--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
     help="where the per-passage work runs: this process, or Ray Data on a Ray cluster",
 )  # fmt: skip
 @click.option(
     "--address", default=None,
-    help="--engine ray: the cluster to join (e.g. 10.0.0.5:6379, or 'auto'); default: a local one",
+    help="--engine ray: the cluster to join (e.g. 10.0.0.5:6379, or 'auto') [default: a local one]",
 )  # fmt: skip
 @click.option(
     "--workers", type=click.IntRange(min=1), default=None,
@@ -102,7 +113,7 @@ def cli() -> None:
 @click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
 def index_cmd(
-    corpus, output, parts, sets, no_detect, chunk_words, fmt, batch_size, resume, engine,
+    corpus, output, parts, sets, no_detect, chunk_words, fmt, batch_size, resume, force, engine,
     address, workers, cpus_per_worker, data_dir, quiet,
 ) -> None:  # fmt: skip
     """Build an index of CORPUS (a file or folder in any supported format) into OUTPUT.
@@ -115,7 +126,9 @@ def index_cmd(
     The corpus is read as a stream and indexed in batches (--batch-size), so memory stays
     bounded whatever its size; the work lives in OUTPUT.partial until the index is written.
     A build stopped at any point (Ctrl-C, a kill, a reboot) continues with --resume from its
-    last complete batch, and gives the same index as a build that never stopped.
+    last complete batch, and gives the same index as a build that never stopped. An OUTPUT
+    that holds an index (or other files) is refused, and left as it is, unless --force.
+    Progress bars count the passages read, then those indexed (-q: none).
 
     With --engine ray the batches' per-passage work (tokeniser, encoder, NER) runs as Ray Data
     map_batches on a Ray cluster (--address; a local one by default); this process reads the
@@ -141,6 +154,7 @@ def index_cmd(
             fmt=fmt,
             batch_size=batch_size,
             resume=resume,
+            overwrite=force,
             progress=not quiet,
             log=lambda line: click.echo(line, err=True),
             engine=EngineOptions(engine, address, workers, cpus_per_worker),
@@ -162,19 +176,32 @@ def index_cmd(
 @cli.command("search")
 @click.argument("index_dir", type=click.Path())
 @click.argument("query")
-@click.option("-k", "k", type=int, default=10, show_default=True)
+@click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True,
+              help="passages to show")  # fmt: skip
 @click.option("--method", default="default", show_default=True, help=METHOD_HELP)
-@click.option("--set", "sets", multiple=True, help=f"method parameter; {ASSIGN_HELP}")
-@click.option("--json", "as_json", is_flag=True, help="print the ranking as JSON")
+@click.option("--set", "sets", multiple=True,
+              help=f"method parameter; {ASSIGN_HELP} [default: none]")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True,
+              help="print the ranking as JSON: each hit's id, score, why, title, text and "
+              "metadata, and the search's info [default: off]")  # fmt: skip
 @click.option(
     "--filter",
     "filter_json",
     default=None,
     metavar="JSON",
     help='only passages whose metadata match, e.g. \'{"year": {"$gte": 2020}}\' '
-    "(operators $eq $ne $in $nin $gt $gte $lt $lte, $and $or $not)",
+    "(operators $eq $ne $in $nin $gt $gte $lt $lte, $and $or $not) [default: every passage]",
 )
-def search_cmd(index_dir, query, k, method, sets, as_json, filter_json) -> None:
+@click.option(
+    "--max-per-doc",
+    type=click.IntRange(min=0),
+    default=None,
+    help="at most N hits from one document (passages with the same metadata doc_id: the "
+    "chunks of one file); 0: no limit. The search still shows -k hits when the index has "
+    f"enough documents [default: {DEFAULT_MAX_PER_DOC} on an index of documents, raised "
+    "where they are too few for -k hits; else no limit]",
+)
+def search_cmd(index_dir, query, k, method, sets, as_json, filter_json, max_per_doc) -> None:
     """Search INDEX_DIR for QUERY and show the passages and why they rank."""
     from hopgraph.index import Index
     from hopgraph.retrieve import get_retriever
@@ -182,17 +209,27 @@ def search_cmd(index_dir, query, k, method, sets, as_json, filter_json) -> None:
     spec = _json_option(filter_json, "--filter")
     index = Index.load(index_dir)
     ranker = get_retriever(index, method, **parse_assignments(sets))
-    ranking = ranker.search(query, k=k, filter=spec)
-    if not ranking.ids and spec:
-        click.echo("no passage matches the filter", err=True)
+    ranking = ranker.search(query, k=k, filter=spec, max_per_doc=max_per_doc)
+    if not ranking.ids:
+        click.echo(
+            "no passage matches the filter" if spec else "no passage found for this query",
+            err=True,
+        )
     if as_json:
-        click.echo(json.dumps(ranking.to_dict(), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(ranking.to_dict(index.corpus), indent=2, ensure_ascii=False))
         return
     for rank, hit in enumerate(ranking, start=1):
         p = index.corpus.get(hit.id)
         click.echo(f"{rank:>3}. [{hit.id}] {p.title}  score={hit.score:.4f}")
         click.echo(f"     {_short(p.text)}")
         click.echo(f"     why: {_why(hit.why)}")
+    skipped = ranking.info.get("crowded_out", 0)
+    if skipped:
+        click.echo(
+            f"({skipped} more passage{'s' if skipped > 1 else ''} of documents already shown "
+            f"skipped: at most {ranking.info['max_per_doc']} per document; --max-per-doc 0 "
+            "shows them)"
+        )
 
 
 def _json_option(value: str | None, name: str) -> Any:
@@ -234,7 +271,7 @@ def _nice_option(f: Any) -> Any:
 @cli.command("add")
 @click.argument("index_dir", type=click.Path())
 @click.argument("passages")
-@click.option("--chunk-words", type=int, default=None, help="split passages longer than this")
+@click.option("--chunk-words", type=click.IntRange(min=1), default=None, help=CHUNK_WORDS_HELP)
 @click.option("--format", "fmt", default="auto", show_default=True, help="passages file format")
 @click.option("-q", "--quiet", is_flag=True, help="no progress bars")
 @_nice_option
@@ -435,7 +472,7 @@ def method_specs(methods: list[str], sets: dict[str, str], preset: dict | None =
 @click.option("--preset", default=None, help="named preset of tuned settings (hopgraph presets)")
 @click.option("--k", "ks", default="1,2,5,10", show_default=True, callback=lambda c, p, v: _ks(v))
 @click.option("--depth", default=100, show_default=True, help="passages retrieved per question")
-@click.option("--limit", type=int, default=None, help="first N questions only")
+@click.option("--limit", type=int, default=None, help="first N questions only [default: all]")
 @click.option("--json", "json_out", type=click.Path(), default=None, help="write results here")
 @click.option("--per-query", is_flag=True, help="per-question table (and in the JSON)")
 @click.option(
@@ -445,7 +482,7 @@ def method_specs(methods: list[str], sets: dict[str, str], preset: dict | None =
 @click.option("--include-incomplete", is_flag=True, help="keep questions whose gold is incomplete")
 @click.option("--pool-by", default=None, help=POOL_HELP)
 @click.option("--data-dir", default=None, help="folder of named datasets (or $HOPGRAPH_DATA)")
-@click.option("--index-dir", default=None, help="index cache folder (or $HOPGRAPH_CACHE)")
+@click.option("--index-dir", default=None, help=INDEX_DIR_HELP)
 @click.option(
     "--index", "prebuilt", type=click.Path(), default=None,
     help="evaluate against this prebuilt index (hopgraph index), no build; it must hold "
@@ -647,7 +684,9 @@ def _training_sets(datasets, data_dir, max_questions):  # noqa: ANN001, ANN202
 )
 @click.option("--index-set", "index_sets", multiple=True, help="index part option part.opt=v")
 @click.option("--pool-by", default=None, help=POOL_HELP)
-@click.option("--max-questions", type=int, default=None, help="at most N questions per dataset")
+@click.option(
+    "--max-questions", type=int, default=None, help="at most N questions per dataset [default: all]"
+)
 @click.option("--epochs", default=60, show_default=True)
 @click.option("--lr", default=1e-3, show_default=True)
 @click.option("--weight-decay", default=1e-4, show_default=True, help="L2 regularisation")
@@ -735,7 +774,9 @@ def train_gat_cmd(
     "--distill", default=1.0, show_default=True,
     help="weight of distillation from the bi-encoder (dense part); 0 = labels only",
 )  # fmt: skip
-@click.option("--max-questions", type=int, default=None, help="at most N questions per dataset")
+@click.option(
+    "--max-questions", type=int, default=None, help="at most N questions per dataset [default: all]"
+)
 @click.option(
     "--synthetic", default=0, show_default=True, type=click.IntRange(min=0),
     help="also N synthetic questions made from each dataset's corpus (no LLM; see "
@@ -926,7 +967,10 @@ def methods_cmd() -> None:
 
 
 @cli.command("demo")
-@click.option("--workdir", type=click.Path(), default=None, help="where to write the demo index")
+@click.option(
+    "--workdir", type=click.Path(), default=None,
+    help="where to write the demo index [default: a temporary folder, removed at the end]",
+)  # fmt: skip
 @click.option(
     "--method", default="default", show_default=True, help="method shown for the questions"
 )

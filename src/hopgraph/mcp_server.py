@@ -37,6 +37,7 @@ from hopgraph.index import Index
 from hopgraph.jsonable import jsonable
 from hopgraph.retrieve import get_retriever, list_methods, method_class
 from hopgraph.retrieve.base import DEFAULT_METHOD, Retriever, method_parts
+from hopgraph.retrieve.crowding import DEFAULT_MAX_PER_DOC
 
 MAX_K = 100
 """Most hits one search returns (an agent's context is the limit, not the index)."""
@@ -68,6 +69,10 @@ class SearchResult(BaseModel):
     method: str = Field(description="the method that ranked the hits")
     k: int
     hits: list[SearchHit]
+    crowded_out: int = Field(
+        0,
+        description="hits skipped because their document already had max_per_doc in the list",
+    )
 
 
 class PassageResult(BaseModel):
@@ -126,6 +131,7 @@ class IndexTools:
         k: int = 10,
         method: str | None = None,
         filter: dict[str, Any] | None = None,
+        max_per_doc: int | None = None,
     ) -> SearchResult:
         if not query.strip():
             raise ToolError("the query is empty")
@@ -135,7 +141,7 @@ class IndexTools:
             raise ToolError(f"k must be between 1 and {MAX_K}, got {k!r}")
         try:
             retriever = self.retriever(method)
-            ranking = retriever.search(query, k, filter=filter)
+            ranking = retriever.search(query, k, filter=filter, max_per_doc=max_per_doc)
             whys = ranking.explanations
         except HopgraphError as exc:  # unknown method, missing part, bad filter: for the agent
             raise ToolError(str(exc)) from None
@@ -156,7 +162,8 @@ class IndexTools:
                     why=_why_line(why),
                 )
             )
-        return SearchResult(query=query, method=retriever.name, k=k, hits=hits)
+        crowded = int(ranking.info.get("crowded_out", 0))
+        return SearchResult(query=query, method=retriever.name, k=k, hits=hits, crowded_out=crowded)
 
     def get_passage(self, id: str) -> PassageResult:
         corpus = self.index.corpus
@@ -201,8 +208,17 @@ def create_server(tools: IndexTools) -> MCPServer:
                 '{"year": {"$gte": 2020}, "lang": {"$in": ["en"]}}'
             ),
         ] = None,
+        max_per_doc: Annotated[
+            int | None,
+            Field(
+                ge=0,
+                description="at most this many passages of one document (the chunks of one "
+                f"file); 0: no limit; omit for the default ({DEFAULT_MAX_PER_DOC} on an index "
+                "of documents, no limit on one of passages)",
+            ),
+        ] = None,
     ) -> SearchResult:
-        return tools.search(query, k, method, filter)
+        return tools.search(query, k, method, filter, max_per_doc)
 
     def get_passage(
         id: Annotated[str, Field(description="a passage id from a search hit")],
@@ -246,6 +262,8 @@ def _search_description(tools: IndexTools, others: list[str]) -> str:
         "",
         "`filter` keeps the passages whose metadata match: a field equal to a value, or "
         f"operators {' '.join(FILTER_OPERATORS)} on a field, $and $or $not to combine.",
+        "`max_per_doc` caps the passages of one document (several chunks of one page would "
+        "otherwise fill the list); 0 shows them all.",
         f"`method` picks another method: {', '.join(others) or 'none on this index'}.",
     ]
     return "\n".join(lines)

@@ -100,8 +100,13 @@ def evaluate(
     progress: bool = True,
     bootstrap_seed: int = 0,
     n_resamples: int = 1000,
+    max_per_doc: int | None = 0,
 ) -> list[MethodResult]:
     """Evaluate each method on the dataset's questions (one search per question, timed).
+
+    ``max_per_doc`` is the searches' per-document limit: 0 (no limit) by default, so a chunked
+    set's passage-level gold (every chunk of a relevant document) is measured on each method's
+    own ranking; None: the limit a search has by default (``benchmarks/max_per_doc.py``).
 
     Metrics are means over questions; latency is per query (one warm-up query first, untimed);
     with several methods, each is compared with the first by a paired bootstrap of Recall@10.
@@ -119,11 +124,12 @@ def evaluate(
     results: list[MethodResult] = []
     for spec in specs:
         retriever = get_retriever(index, spec.method, **spec.params)
-        retriever.search(questions[0].text, k=depth)  # warm-up: loads models, fills caches
+        # warm-up: loads models, fills caches
+        retriever.search(questions[0].text, k=depth, max_per_doc=max_per_doc)
         rows = []
         for q in tqdm(questions, desc=f"eval {spec.label}", unit="q", disable=not progress):
             t0 = time.perf_counter()
-            ranking = retriever.search(q.text, k=depth)
+            ranking = retriever.search(q.text, k=depth, max_per_doc=max_per_doc)
             elapsed = time.perf_counter() - t0
             m = compute_all(ranking.ids, q.gold, all_ks)
             if graph is not None:

@@ -120,9 +120,7 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
     stats = title_stats(titles, n_passages)
     failed = []
     if stats["titled_share"] < MIN_TITLED:
-        failed.append(
-            f"{stats['titled_share']:.0%} of documents have a title (< {MIN_TITLED:.0%})"
-        )
+        failed.append(f"{stats['titled_share']:.0%} of documents have a title (< {MIN_TITLED:.0%})")
     else:
         if stats["distinct_share"] < MIN_DISTINCT:
             failed.append(

@@ -17,6 +17,7 @@ from hopgraph.filters import validate_filter
 from hopgraph.index import Index
 from hopgraph.retrieve import Ranking, get_retriever
 from hopgraph.retrieve.base import Retriever
+from hopgraph.retrieve.crowding import check_max_per_doc
 
 IndexLike = Index | str | os.PathLike
 """An index, or the folder of a saved one."""
@@ -96,7 +97,8 @@ class Hit:
 
 
 class Searcher:
-    """The retriever an adapter wraps, with its default ``k`` and ``filter``.
+    """The retriever an adapter wraps, with its default ``k`` and ``filter``, and the
+    ``max_per_doc`` of every search (None: hopgraph's default, see ``Retriever.search``).
 
     ``method`` and ``params`` go to :func:`hopgraph.get_retriever` (checked here, so a bad name
     or parameter fails when the adapter is made, not at the first query)."""
@@ -108,9 +110,11 @@ class Searcher:
         k: int = 10,
         filter: dict[str, Any] | None = None,
         params: dict[str, Any] | None = None,
+        max_per_doc: int | None = None,
     ):
         self.k = check_k(k)
         self.filter = check_filter(filter)
+        self.max_per_doc = check_max_per_doc(max_per_doc)
         self.index = load_index(index)
         self.params = dict(params or {})
         self.retriever: Retriever = get_retriever(self.index, method, **self.params)
@@ -121,7 +125,9 @@ class Searcher:
     ) -> list[Hit]:
         """The hits for ``query``; ``k`` and ``filter`` replace the defaults when given."""
         k, filter = self._args(k, filter)
-        return self.hits(self.retriever.search(query, k=k, filter=filter))
+        return self.hits(
+            self.retriever.search(query, k=k, filter=filter, max_per_doc=self.max_per_doc)
+        )
 
     def search_batch(
         self, queries: Sequence[str], k: int | None = None, filter: dict[str, Any] | None = None
@@ -134,7 +140,9 @@ class Searcher:
     ) -> list[Ranking]:
         """The rankings themselves, for adapters that need neither passages nor explanations."""
         k, filter = self._args(k, filter)
-        return self.retriever.search_batch(list(queries), k=k, filter=filter)
+        return self.retriever.search_batch(
+            list(queries), k=k, filter=filter, max_per_doc=self.max_per_doc
+        )
 
     def hits(self, ranking: Ranking) -> list[Hit]:
         """A ranking as passages (read from the index's corpus), best first."""
@@ -155,4 +163,6 @@ class Searcher:
     def describe(self) -> str:
         """``method=..., k=...`` for the adapters' reprs."""
         extra = f", filter={self.filter!r}" if self.filter is not None else ""
+        if self.max_per_doc is not None:
+            extra += f", max_per_doc={self.max_per_doc}"
         return f"method={self.method!r}, k={self.k}{extra}"

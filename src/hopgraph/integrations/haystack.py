@@ -39,7 +39,8 @@ class HopgraphRetriever:
 
     ``index`` is a :class:`hopgraph.Index` or the folder of a saved one (loaded once);
     ``method`` None is the default method; ``k`` and ``filter`` are the defaults of
-    :meth:`run`; every other keyword is a parameter of the method.
+    :meth:`run`; ``max_per_doc`` caps the hits of one document (None: hopgraph's default, 0: no
+    limit); every other keyword is a parameter of the method.
 
     **Filters are hopgraph's, not Haystack's.** ``filter`` / ``filters`` take hopgraph's
     metadata filter, ``{"field": value or {"$op": value}}`` with ``$eq $ne $in $nin $gt $gte
@@ -61,9 +62,10 @@ class HopgraphRetriever:
         method: str | None = None,
         k: int = 10,
         filter: dict[str, Any] | None = None,
+        max_per_doc: int | None = None,
         **params: Any,
     ) -> None:
-        self._searcher = Searcher(index, method, k, filter, params)
+        self._searcher = Searcher(index, method, k, filter, params, max_per_doc)
         self._path = os.fspath(index) if isinstance(index, str | os.PathLike) else None
         self._method = method
         self.index = self._searcher.index
@@ -101,6 +103,7 @@ class HopgraphRetriever:
             method=self._method,
             k=self.k,
             filter=self.filter,
+            max_per_doc=self._searcher.max_per_doc,
             **self._searcher.params,
         )
 

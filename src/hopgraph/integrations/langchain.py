@@ -38,7 +38,8 @@ class HopgraphRetriever(BaseRetriever):
     ``index`` is a :class:`hopgraph.Index` or the folder of a saved one (loaded once);
     ``method`` None is the default method; ``k`` and ``filter`` (hopgraph's metadata filter,
     e.g. ``{"year": {"$gte": 2020}}``) are the defaults of every search, and
-    ``invoke(query, k=..., filter=...)`` replaces them for one call. ``name``, ``tags`` and
+    ``invoke(query, k=..., filter=...)`` replaces them for one call; ``max_per_doc`` caps the
+    hits of one document (None: hopgraph's default, 0: no limit). ``name``, ``tags`` and
     ``metadata`` are LangChain's; every other keyword is a parameter of the method.
 
     Each hit is a ``Document`` with ``id`` = the passage id, ``page_content`` = title and text
@@ -54,6 +55,8 @@ class HopgraphRetriever(BaseRetriever):
     """The hopgraph method (resolved: ``None`` becomes the default method's name)."""
     k: int = 10
     filter: dict[str, Any] | None = None
+    max_per_doc: int | None = None
+    """At most this many hits of one document (None: hopgraph's default, 0: no limit)."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Parameters of the method."""
 
@@ -65,15 +68,17 @@ class HopgraphRetriever(BaseRetriever):
         method: str | None = None,
         k: int = 10,
         filter: dict[str, Any] | None = None,
+        max_per_doc: int | None = None,
         **params: Any,
     ) -> None:
         own = {key: params.pop(key) for key in _LANGCHAIN_FIELDS if key in params}
-        searcher = Searcher(index, method, k, filter, params)
+        searcher = Searcher(index, method, k, filter, params, max_per_doc)
         super().__init__(
             index=searcher.index,
             method=searcher.method,
             k=searcher.k,
             filter=searcher.filter,
+            max_per_doc=searcher.max_per_doc,
             params=searcher.params,
             **own,
         )

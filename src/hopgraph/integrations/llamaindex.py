@@ -33,7 +33,8 @@ class HopgraphRetriever(BaseRetriever):
     ``index`` is a :class:`hopgraph.Index` or the folder of a saved one (loaded once);
     ``method`` None is the default method; ``k`` and ``filter`` (hopgraph's metadata filter,
     e.g. ``{"year": {"$gte": 2020}}``; not LlamaIndex's ``MetadataFilters``) apply to every
-    search and may be changed on the object; every other keyword is a parameter of the method.
+    search and may be changed on the object; ``max_per_doc`` caps the hits of one document
+    (None: hopgraph's default, 0: no limit); every other keyword is a parameter of the method.
 
     Each hit is ``NodeWithScore(node=TextNode(id_=passage id, text=title and text, metadata),
     score)``: ``text`` is ``"title\\ntext"`` (what hopgraph indexes), ``metadata`` the passage's
@@ -49,11 +50,12 @@ class HopgraphRetriever(BaseRetriever):
         k: int = 10,
         filter: dict[str, Any] | None = None,
         *,
+        max_per_doc: int | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         **params: Any,
     ) -> None:
-        self._searcher = Searcher(index, method, k, filter, params)
+        self._searcher = Searcher(index, method, k, filter, params, max_per_doc)
         self.index = self._searcher.index
         self.method = self._searcher.method
         self.k = self._searcher.k

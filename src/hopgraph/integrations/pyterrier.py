@@ -34,7 +34,8 @@ class HopgraphRetriever(pt.Transformer):
     ``index`` is a :class:`hopgraph.Index` or the folder of a saved one (loaded once);
     ``method`` None is the default method; ``k`` and ``filter`` (hopgraph's metadata filter,
     e.g. ``{"year": {"$gte": 2020}}``) apply to every query and, being attributes, may be set
-    by ``pt.GridSearch``; every other keyword is a parameter of the method.
+    by ``pt.GridSearch``; ``max_per_doc`` caps the hits of one document (None: hopgraph's
+    default, 0: no limit); every other keyword is a parameter of the method.
 
     Input: a query frame (``qid``, ``query``, any other query columns). Output: per query row,
     its columns and ``docno`` (the passage id), ``score`` and ``rank`` (0-based, PyTerrier's
@@ -47,9 +48,10 @@ class HopgraphRetriever(pt.Transformer):
         method: str | None = None,
         k: int = 10,
         filter: dict[str, Any] | None = None,
+        max_per_doc: int | None = None,
         **params: Any,
     ) -> None:
-        self._searcher = Searcher(index, method, k, filter, params)
+        self._searcher = Searcher(index, method, k, filter, params, max_per_doc)
         self.index = self._searcher.index
         self.method = self._searcher.method
         self.k = self._searcher.k

@@ -18,6 +18,7 @@ from hopgraph.errors import ConfigError, HopgraphError
 from hopgraph.filters import matching_rows
 from hopgraph.index import Index
 from hopgraph.index.store import missing_parts_message
+from hopgraph.retrieve.crowding import Crowding, check_max_per_doc, crowding_for
 from hopgraph.retrieve.ranking import Ranking
 
 _ALLOWED: ContextVar[np.ndarray | None] = ContextVar("hopgraph_allowed_rows", default=None)
@@ -84,20 +85,37 @@ class Retriever(ABC):
         """The index parts this method needs with ``params`` (by default ``requires``)."""
         return cls.requires
 
-    def search(self, query: str, k: int = 10, filter: dict[str, Any] | None = None) -> Ranking:
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        filter: dict[str, Any] | None = None,
+        max_per_doc: int | None = None,
+    ) -> Ranking:
         """The ``k`` best passages for ``query``; with ``filter`` (see :mod:`hopgraph.filters`),
-        the best among the passages whose metadata match it."""
-        return self.search_batch([query], k, filter=filter)[0]
+        the best among the passages whose metadata match it; with ``max_per_doc`` N, at most N
+        of one document (metadata ``doc_id``, see :mod:`hopgraph.retrieve.crowding`)."""
+        return self.search_batch([query], k, filter=filter, max_per_doc=max_per_doc)[0]
 
     def search_batch(
-        self, queries: Sequence[str], k: int = 10, filter: dict[str, Any] | None = None
+        self,
+        queries: Sequence[str],
+        k: int = 10,
+        filter: dict[str, Any] | None = None,
+        max_per_doc: int | None = None,
     ) -> list[Ranking]:
         """Search several queries; dense methods encode them together (faster per query).
-        ``filter`` restricts every query's hits to the passages whose metadata match it."""
+        ``filter`` restricts every query's hits to the passages whose metadata match it.
+        ``max_per_doc``: at most that many hits of one document (0: no limit; None: the default,
+        :data:`~hopgraph.retrieve.crowding.DEFAULT_MAX_PER_DOC` on an index of documents cut
+        into passages, raised where they are too few for ``k`` hits, and no limit on any other
+        index); the ranking is asked deeper so that it still holds ``k`` hits when the index has
+        enough documents, and its ``info`` says the limit and the hits skipped for it."""
         if isinstance(queries, str):
             raise TypeError("search_batch takes a list of queries; use search() for one")
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ConfigError(f"k must be a positive integer, got {k!r}")
+        max_per_doc = check_max_per_doc(max_per_doc)
         for q in queries:
             if not isinstance(q, str) or not q.strip():
                 raise HopgraphError(f"empty query: {q!r}")
@@ -107,7 +125,17 @@ class Retriever(ABC):
         n_allowed = len(self.ids) if allowed is None else int(allowed.sum())
         if allowed is not None and n_allowed == len(self.ids):
             allowed = None  # every passage matches: the unfiltered search
-        k = min(int(k), n_allowed)
+        crowding = crowding_for(self.index.corpus, max_per_doc)
+        n_keep = n_allowed  # the most hits a ranking can keep
+        if crowding is not None:
+            crowding = crowding.filling(min(int(k), n_allowed), allowed)
+            if crowding.docs.largest <= crowding.cap:  # no document can crowd: the plain search
+                out = self.search_batch(queries, k, filter=filter, max_per_doc=0)
+                for r in out:
+                    r.info.update(crowding.info(0))
+                return out
+            n_keep = crowding.docs.capacity(crowding.cap, allowed)
+        k = min(int(k), n_keep)
         if k == 0:  # nothing matches the filter
             return [self._ranking(q, np.zeros(0, np.int64), np.zeros(0)) for q in queries]
         qvecs: Sequence[np.ndarray | None]
@@ -115,15 +143,21 @@ class Retriever(ABC):
             qvecs = self.index.part("dense").encode_queries(list(queries))
         else:
             qvecs = [None] * len(queries)
-        if allowed is None:
-            return self._complete(list(queries), k, qvecs)
-        if self.filters_natively:
-            with _allowing(allowed):
-                out = self._complete(list(queries), k, qvecs)
+        queries = list(queries)
+        if allowed is None and crowding is None:
+            return self._complete(queries, k, qvecs)
+        if allowed is not None and self.filters_natively:
+            with _allowing(allowed):  # the method's rankings hold only allowed passages
+                if crowding is None:
+                    out = self._complete(queries, k, qvecs)
+                else:
+                    out = self._deepened(queries, k, qvecs, crowding.apply, n_allowed, n_keep)
         else:
-            out = self._deepened(list(queries), k, qvecs, allowed, n_allowed)
-        for r in out:
-            r.info["filter_matches"] = n_allowed
+            keep = _keeper(allowed, crowding)
+            out = self._deepened(queries, k, qvecs, keep, len(self.ids), n_keep)
+        if allowed is not None:
+            for r in out:
+                r.info["filter_matches"] = n_allowed
         return out
 
     def _deepened(
@@ -131,23 +165,25 @@ class Retriever(ABC):
         queries: list[str],
         k: int,
         qvecs: Sequence[np.ndarray | None],
-        allowed: np.ndarray,
-        n_allowed: int,
+        keep: Callable[[Ranking, int], Ranking],
+        n: int,
+        n_keep: int,
     ) -> list[Ranking]:
-        """The method's own ranking restricted to the ``allowed`` rows: asked for deep enough
-        that ``k`` of its hits match (about k·n/matches, doubled), and deeper while short (at
-        once to every passage when the method's own hits ran out and were filled)."""
-        n = len(self.ids)
-        depth = min(n, max(2 * k, math.ceil(2 * k * n / n_allowed)))
+        """The method's rankings cut to ``k`` hits by ``keep`` (a ranking and ``k`` → its first
+        ``k`` hits that a filter or a per-document limit keeps; fewer when it holds fewer):
+        asked deep enough that ``k`` of its hits are kept (about k·n/n_keep, doubled, of the
+        ``n`` passages a ranking can hold), and deeper while short (at once to all ``n`` when
+        the method's own hits ran out and were filled)."""
+        depth = min(n, max(2 * k, math.ceil(2 * k * n / max(n_keep, 1))))
         out: list[Ranking | None] = [None] * len(queries)
         todo = list(range(len(queries)))
         while todo:
             got = self._complete([queries[i] for i in todo], depth, [qvecs[i] for i in todo])
             short, filled = [], False
             for i, r in zip(todo, got, strict=True):
-                keep = allowed[r.rows]  # every ranking is made by _ranking, with its rows
-                if int(keep.sum()) >= k or len(r.ids) < depth or depth >= n:
-                    out[i] = r.restricted(keep, k)
+                kept = keep(r, k)
+                if len(kept) >= k or len(r.ids) < depth or depth >= n:
+                    out[i] = kept
                 else:
                     short.append(i)
                     filled = filled or bool(r.info.get("filled"))
@@ -251,6 +287,23 @@ def _free_rows(
             if len(rows) >= need or len(got) < depth or depth >= n:
                 return rows[:need]
             depth = min(n, depth * 4)
+
+
+def _keeper(
+    allowed: np.ndarray | None, crowding: Crowding | None
+) -> Callable[[Ranking, int], Ranking]:
+    """A ranking and ``k`` → its first ``k`` hits among the ``allowed`` rows (a filter the method
+    does not apply itself) with at most ``crowding``'s limit per document."""
+
+    def keep(r: Ranking, k: int) -> Ranking:
+        assert r.rows is not None  # every ranking is made by _ranking, with its rows
+        eligible = None if allowed is None else allowed[r.rows]
+        if crowding is not None:
+            return crowding.apply(r, k, eligible)
+        assert eligible is not None
+        return r.restricted(eligible, k)
+
+    return keep
 
 
 _METHODS: dict[str, type[Retriever]] = {}

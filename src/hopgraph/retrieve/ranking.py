@@ -89,13 +89,18 @@ class Ranking:
             rows=None if self.rows is None else np.concatenate([self.rows, rows]),
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "query": self.query,
-            "method": self.method,
-            "hits": [{"id": h.id, "score": h.score, "why": h.why} for h in self],
-            "info": self.info,
-        }
+    def to_dict(self, corpus: Any = None) -> dict[str, Any]:
+        """The ranking as plain data: query, method, hits (id, score, why) and info; with the
+        ``corpus`` the ids come from, each hit also has its passage's title, text and metadata
+        (as ``POST /search`` answers with ``passages: true``)."""
+        hits = []
+        for h in self:
+            hit: dict[str, Any] = {"id": h.id, "score": h.score, "why": h.why}
+            if corpus is not None:
+                p = corpus.get(h.id)
+                hit.update(title=p.title, text=p.text, metadata=p.metadata)
+            hits.append(hit)
+        return {"query": self.query, "method": self.method, "hits": hits, "info": self.info}
 
 
 def top_k(scores: np.ndarray, k: int, *, positive_only: bool = False) -> np.ndarray:

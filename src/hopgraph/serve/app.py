@@ -186,6 +186,7 @@ def _router(
             "params": jsonable(retriever.describe()["params"]),
             "k": req.k,
             "hits": _hits(snap, rankings[0], req),
+            "info": jsonable(rankings[0].info),
             "generation": snap.generation,
             "latency_ms": ms,
         }
@@ -233,7 +234,7 @@ def _router(
             "params": jsonable(retriever.describe()["params"]),
             "k": req.k,
             "results": [
-                {"query": q, "hits": _hits(snap, r, req)}
+                {"query": q, "hits": _hits(snap, r, req), "info": jsonable(r.info)}
                 for q, r in zip(req.queries, rankings, strict=True)
             ],
             "generation": snap.generation,
@@ -361,7 +362,9 @@ def _run(
     try:
         retriever = served.retriever(snap, req.method, dict(req.params))
         t0 = time.perf_counter()
-        rankings = retriever.search_batch(queries, req.k, filter=req.filter)
+        rankings = retriever.search_batch(
+            queries, req.k, filter=req.filter, max_per_doc=req.max_per_doc
+        )
         if req.explain:
             for r in rankings:
                 r.explanations  # noqa: B018 - computed now, so the latency includes them

@@ -1,11 +1,12 @@
 """The search page (``GET /``): server-side HTML, no script, nothing loaded from elsewhere.
 
 Pure functions: a search answer (the dict ``POST /search`` answers, with passages) becomes one
-HTML page holding a search box, then per hit its title, text, metadata, the explanation in
-words and a small inline SVG picture of how it was reached (question → the entities it names →
-the first-hop passage → this page), drawn from the explanation's fields. Every string that
-comes from the request or the index goes through :func:`html.escape`; the answer's
-Content-Security-Policy forbids scripts and every load from another origin.
+HTML page holding a search box, then per hit its title, text (its line breaks kept, so code
+from a document keeps its lines), metadata, the explanation in words and a small inline SVG
+picture of how it was reached (question → the entities it names → the first-hop passage →
+this page), drawn from the explanation's fields. Every string that comes from the request or
+the index goes through :func:`html.escape`; the answer's Content-Security-Policy forbids
+scripts and every load from another origin.
 """
 
 from __future__ import annotations
@@ -172,7 +173,19 @@ def render_result(result: dict[str, Any]) -> str:
         return stats + '<p class="hint">No passage matched.</p>'
     body = "".join(render_hit(i, h) for i, h in enumerate(hits, 1))
     routes = [route_of(h["why"]) for h in hits if isinstance(h.get("why"), dict)]
-    return f'{stats}{legend(routes)}<ol class="hits">{body}</ol>'
+    return f'{stats}{crowding_note(result)}{legend(routes)}<ol class="hits">{body}</ol>'
+
+
+def crowding_note(result: dict[str, Any]) -> str:
+    """A line saying how many hits the per-document limit skipped (max_per_doc), if any."""
+    info = result.get("info") if isinstance(result.get("info"), dict) else {}
+    skipped, cap = info.get("crowded_out"), info.get("max_per_doc")
+    if not isinstance(skipped, int) or skipped < 1:
+        return ""
+    return (
+        f'<p class="hint">{skipped} more passage{"" if skipped == 1 else "s"} of documents '
+        f"already shown skipped: at most {esc(cap)} per document.</p>"
+    )
 
 
 def legend(routes: Sequence[Route]) -> str:
@@ -432,7 +445,7 @@ margin-bottom:12px}
 .head{display:flex;align-items:baseline;gap:10px;flex-wrap:wrap}
 .rank{color:var(--muted);font-weight:600;min-width:1.2em}
 h2.title{font-size:17px;margin:0}
-.text{margin:6px 0}
+.text{margin:6px 0;white-space:pre-wrap;overflow-wrap:anywhere}
 dl.meta{display:flex;flex-wrap:wrap;gap:4px 8px;margin:6px 0;font-size:12px}
 dl.meta div{background:#eef1f5;border-radius:4px;padding:1px 6px}
 dl.meta dt{display:inline;color:var(--muted)}dl.meta dt::after{content:": "}

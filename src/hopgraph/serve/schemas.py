@@ -11,6 +11,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from hopgraph.retrieve.crowding import DEFAULT_MAX_PER_DOC
+
 ParamValue = Annotated[
     str | int | float | bool | None,
     Field(description="a method parameter (strings are converted as on the command line)"),
@@ -51,6 +53,15 @@ class SearchOptions(Strict):
         '"lang": {"$in": ["en", "de"]}}: operators $eq $ne $in $nin $gt $gte $lt $lte on '
         "metadata fields (dotted names reach nested ones), $and $or $not at the top",
     )
+    max_per_doc: int | None = Field(
+        None,
+        ge=0,
+        description="at most this many hits from one document (passages with the same "
+        "metadata doc_id; a passage without one is its own document); 0: no limit; omitted or "
+        f"null: {DEFAULT_MAX_PER_DOC} on an index of documents cut into chunks, no limit on "
+        "any other. The search still answers k hits when the index has enough documents; "
+        "`info` says the limit and how many hits it skipped (crowded_out)",
+    )
     explain: bool = Field(True, description="include each hit's explanation (why)")
     passages: bool = Field(False, description="include each hit's title, text and metadata")
 
@@ -76,9 +87,21 @@ class Hit(BaseModel):
     metadata: dict[str, Any] | None = Field(None, description="with passages=true")
 
 
+SearchInfo = Annotated[
+    dict[str, Any],
+    Field(
+        description="what the search did besides ranking: filter_matches (passages the filter "
+        "keeps), filled (hits continuing a short ranking), max_per_doc, max_per_doc_from and "
+        "crowded_out (hits skipped because their document already had max_per_doc), and the "
+        "method's own notes"
+    ),
+]
+
+
 class QueryResult(BaseModel):
     query: str
     hits: list[Hit]
+    info: SearchInfo = Field(default_factory=dict)
 
 
 class SearchResponse(BaseModel):
@@ -87,6 +110,7 @@ class SearchResponse(BaseModel):
     params: dict[str, Any] = Field(description="every parameter of the method, as used")
     k: int
     hits: list[Hit]
+    info: SearchInfo = Field(default_factory=dict)
     generation: int = Field(description="the index generation that answered")
     latency_ms: float = Field(description="time spent searching, in the server")
 

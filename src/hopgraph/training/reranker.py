@@ -105,7 +105,8 @@ def rerank_examples(
     corpus = index.corpus
     rng = random.Random(config.seed)
     n = min(config.candidates, len(corpus))
-    rankings = base.search_batch([q.text for q in dataset.questions], n)
+    # the method's own ranking (no per-document limit): candidates are passages, gold chunks
+    rankings = base.search_batch([q.text for q in dataset.questions], n, max_per_doc=0)
     if config.distill:
         dense = index.part("dense")
         qvecs = dense.encode_queries([q.text for q in dataset.questions])
