@@ -13,7 +13,7 @@ from hopgraph.index.manifest import FORMAT_VERSION
 
 def cache_root() -> Path:
     env = os.environ.get("HOPGRAPH_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "hopgraph" / "indexes"
+    return Path(env).expanduser().absolute() if env else Path.home() / ".cache" / "hopgraph" / "indexes"
 
 
 def _fingerprint(path: Path) -> list[Any]:

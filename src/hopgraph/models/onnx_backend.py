@@ -62,11 +62,11 @@ _CHECK_TEXTS = [
 def onnx_cache_root() -> Path:
     """Where exported models are kept (see the module docstring)."""
     env = os.environ.get("HOPGRAPH_ONNX_CACHE")
-    if env:
-        return Path(env).expanduser()
+    if env:  # absolute: the export runs in a child process with another working folder
+        return Path(env).expanduser().absolute()
     index_cache = os.environ.get("HOPGRAPH_CACHE")
     if index_cache:
-        return Path(index_cache).expanduser() / "onnx"
+        return Path(index_cache).expanduser().absolute() / "onnx"
     return Path.home() / ".cache" / "hopgraph" / "onnx"
 
 

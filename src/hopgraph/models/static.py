@@ -38,10 +38,10 @@ def static_cache_root() -> Path:
     """Where distilled static models are kept (see the module docstring)."""
     env = os.environ.get("HOPGRAPH_STATIC_CACHE")
     if env:
-        return Path(env).expanduser()
+        return Path(env).expanduser().absolute()
     index_cache = os.environ.get("HOPGRAPH_CACHE")
     if index_cache:
-        return Path(index_cache).expanduser() / "static"
+        return Path(index_cache).expanduser().absolute() / "static"
     return Path.home() / ".cache" / "hopgraph" / "static"
 
 
