@@ -171,10 +171,9 @@ def check_folder(folder: Path, kind: str) -> dict:
     else:
         running = {f.name: _raw_running_lines(f) for f in sorted(folder.glob("*.pdf"))}
         out["contents_passages"] = sum(len(_DOT_LEADER.findall(p.text)) >= 3 for p in passages)
-        out["starts_with_running_header"] = sum(
-            re.sub(r"\d+", "#", p.text.strip().splitlines()[0].strip())
-            in running[p.metadata["source"]]
-            for p in passages
+        firsts = [(p, re.sub(r"\d+", "#", p.text.strip().split("\n")[0].strip())) for p in passages]
+        out["starts_with_running_header"] = sum(  # a bare number may be a table's cell
+            first != "#" and first in running[p.metadata["source"]] for p, first in firsts
         )
         out["titles"] = sorted({p.title for p in passages})
     return out
@@ -209,8 +208,15 @@ def search_checks(index_dir: Path) -> dict:
         ranking = get_retriever(index, method).search(query, k=k, **kw)
         return [doc[i] for i in ranking.ids]
 
+    out_titles = [index.corpus.get(pid).title for pid in index.corpus.ids]
     functools = "python-html/library/functools.html"
-    out: dict = {"total_ordering_rank": {}}
+    out: dict = {
+        "titles_with_python_suffix": sum(
+            t.endswith("Python 3.11.2 documentation") for t in out_titles
+        ),
+        "reading": index.reading,
+        "total_ordering_rank": {},
+    }
     for method in ("bm25", "default"):
         docs = top(method, "total_ordering", 5, max_per_doc=0)
         rank = docs.index(functools) + 1 if functools in docs else None

@@ -118,7 +118,7 @@ def test_sphinx_site_gives_clean_text_real_headings_and_plain_titles(site):
             last = p.metadata["heading"].split(" > ")[-1]
             assert last in page_headings(site / p.metadata["source"]), p.metadata
     assert {p.title for p in by_doc["guide.html"]} == {"User guide"}
-    assert report["titles"]["suffix"].endswith("Widgets 2.1 documentation")
+    assert report["titles"]["."]["suffix"].endswith("Widgets 2.1 documentation")
     guide = "\n".join(p.text for p in by_doc["guide.html"])
     # code keeps its lines, and a dashed line inside it is no heading
     assert "def check_widget(widget):\n    return widget.spin_rate > 0" in guide
@@ -242,7 +242,26 @@ def test_index_records_what_reading_left_out(site, tmp_path):
     assert "navigation pages" in result.output  # the reading's line
     reading = Index.load(out).info()["reading"]
     assert reading["dropped"]["navigation_pages"]["count"] >= 1
-    assert reading["titles"]["suffix"].endswith("documentation")
+    assert reading["titles"]["."]["suffix"].endswith("documentation")
     # the corpus's own folder is never an output, even with --force
     again = CliRunner().invoke(cli, ["index", str(site), "-o", str(site), "--force", "-q"])
     assert again.exit_code != 0 and "would delete it" in str(again.exception or again.output)
+
+
+def test_each_site_of_a_folder_loses_its_own_title_suffix(tmp_path):
+    def page(path: Path, title: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(
+            path,
+            f"<html><head><title>{title}</title></head>"
+            f"<body><main><p>Text of {title}.</p></main></body></html>",
+        )
+
+    for i in range(3):
+        page(tmp_path / "py" / f"p{i}.html", f"mod{i} — Things — Py 3 docs")
+    for i in range(5):
+        page(tmp_path / "gp" / f"n{i}.html", f"Node {i}")
+    report = new_report()
+    titles = {p.metadata["doc_id"]: p.title for p in iter_corpus(tmp_path, report=report)}
+    assert titles["py/p0.html"] == "mod0 — Things" and titles["gp/n1.html"] == "Node 1"
+    assert report["titles"] == {"py": {"prefix": None, "suffix": " — Py 3 docs"}}

@@ -67,7 +67,8 @@ def document_id(rel: Path) -> str:
 
 def new_report() -> dict[str, Any]:
     """An empty reading report: ``documents`` (files read), ``passages``, ``dropped`` (reason →
-    ``{"count", "what"}``) and ``titles`` (the site's prefix/suffix taken off HTML titles)."""
+    ``{"count", "what"}``) and ``titles`` (folder → the site's ``prefix``/``suffix`` taken off
+    the HTML titles under it)."""
     return {"documents": 0, "passages": 0, "dropped": {}, "titles": {}}
 
 
@@ -77,9 +78,9 @@ def describe_report(report: dict[str, Any]) -> str:
     dropped = [f"{d['count']} {why.replace('_', ' ')}" for why, d in report["dropped"].items()]
     if dropped:
         line += "; left out: " + ", ".join(dropped)
-    suffix = (report.get("titles") or {}).get("suffix")
-    if suffix:
-        line += f"; the site's title suffix {suffix.strip()!r} taken off"
+    for folder, affix in (report.get("titles") or {}).items():
+        shared = " / ".join(repr(a.strip()) for a in (affix["prefix"], affix["suffix"]) if a)
+        line += f"; the site's title part {shared} taken off in {folder}"
     return line
 
 
@@ -89,17 +90,37 @@ def _count(report: dict[str, Any], reason: str, n: int) -> None:
         entry["count"] += n
 
 
-def _html_affix(files: list[tuple[Path, str]]) -> tuple[str | None, str | None]:
-    titles = []
+def _html_affixes(files: list[tuple[Path, str]], root: Path) -> dict[str, tuple[Any, Any]]:
+    """The site's ``(prefix, suffix)`` by folder (relative path, ``"."`` for ``root``): those
+    that more than half of the HTML titles under the folder share, for every folder holding
+    HTML pages (a folder of two sites finds each site's in its own subfolder)."""
+    titles: dict[Path, str | None] = {}
     for f, kind in files:
         if kind != "html":
             continue
         try:
             with f.open("rb") as fh:
-                titles.append(html_title(fh.read(_TITLE_BYTES)))
+                titles[f.relative_to(root)] = html_title(fh.read(_TITLE_BYTES))
         except OSError:  # the reader names the problem when it gets there
             continue
-    return shared_affix(titles)
+    folders = {parent for rel in titles for parent in rel.parents}
+    affixes = {}
+    for folder in sorted(folders, key=lambda d: len(d.parts)):
+        under = [t for rel, t in titles.items() if folder in rel.parents]
+        prefix, suffix = shared_affix(under)
+        if prefix or suffix:
+            affixes[folder.as_posix()] = (prefix, suffix)
+    return affixes
+
+
+def _site_title(title: str, rel: Path, affixes: dict[str, tuple[Any, Any]]) -> str:
+    """``title`` without the affix of the outermost folder above ``rel`` whose affix it has."""
+    for folder in reversed(rel.parents):  # from the root down
+        prefix, suffix = affixes.get(folder.as_posix(), (None, None))
+        stripped = strip_affix(title, prefix, suffix)
+        if stripped != title:
+            return stripped
+    return title
 
 
 def folder_passages(
@@ -118,9 +139,8 @@ def folder_passages(
         root, candidates = path.parent, iter([path])
     # a file given alone is read as text when nothing tells its kind (--format text)
     files = [(f, kind) for f in candidates if (kind := document_kind(f) or _alone(f, path))]
-    prefix, suffix = _html_affix(files)
-    if prefix or suffix:
-        report["titles"] = {"prefix": prefix, "suffix": suffix}
+    affixes = _html_affixes(files, root)
+    report["titles"] = {d: {"prefix": p, "suffix": x} for d, (p, x) in affixes.items()}
     owners: dict[str, Path] = {}
     empty: list[Path] = []
     for f, kind in files:
@@ -135,7 +155,7 @@ def folder_passages(
             _count(report, reason, n)
         title = doc.title or f.stem
         if kind == "html":
-            title = strip_affix(title, prefix, suffix)
+            title = _site_title(title, rel, affixes)
         meta: dict[str, Any] = {"source": rel.as_posix()}
         if kind in ("text", "markdown"):
             meta["path"] = rel.as_posix()  # the key text folders had before "source"
