@@ -107,9 +107,10 @@ def _html_affixes(files: list[tuple[Path, str]], root: Path) -> dict[str, tuple[
     affixes = {}
     for folder in sorted(folders, key=lambda d: len(d.parts)):
         under = [t for rel, t in titles.items() if folder in rel.parents]
-        prefix, suffix = shared_affix(under)
-        if prefix or suffix:
-            affixes[folder.as_posix()] = (prefix, suffix)
+        found = shared_affix(under)
+        inherited = [affixes.get(d.as_posix()) for d in folder.parents]
+        if (found[0] or found[1]) and found not in inherited:  # a subfolder of the site: its own
+            affixes[folder.as_posix()] = found
     return affixes
 
 
