@@ -366,6 +366,10 @@ def test_cli_search_says_when_nothing_is_found(doc_index_dir):
     spec = json.dumps({"source": "no-such-file.md"})
     r = CliRunner().invoke(cli, ["search", str(doc_index_dir), "bread", "--filter", spec])
     assert r.exit_code == 0 and "no passage matches the filter" in r.output
+    r = CliRunner().invoke(cli, ["search", str(doc_index_dir), "zzqqxx", "--method", "bm25"])
+    assert r.exit_code == 0 and "bm25 found no passage for this query" in r.output
+    r = CliRunner().invoke(cli, ["search", str(doc_index_dir), "bread", "--method", "bm25"])
+    assert r.exit_code == 0 and "found no passage" not in r.output
 
 
 def test_cli_search_help_shows_every_default():

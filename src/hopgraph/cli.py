@@ -215,6 +215,12 @@ def search_cmd(index_dir, query, k, method, sets, as_json, filter_json, max_per_
             "no passage matches the filter" if spec else "no passage found for this query",
             err=True,
         )
+    elif all("filled" in (hit.why or {}) for hit in ranking):
+        click.echo(
+            f"{ranker.name} found no passage for this query: the {len(ranking.ids)} below only "
+            "fill -k (why: filled)",
+            err=True,
+        )
     if as_json:
         click.echo(json.dumps(ranking.to_dict(index.corpus), indent=2, ensure_ascii=False))
         return
