@@ -13,7 +13,9 @@ from hopgraph.index.manifest import FORMAT_VERSION
 
 def cache_root() -> Path:
     env = os.environ.get("HOPGRAPH_CACHE")
-    return Path(env).expanduser().absolute() if env else Path.home() / ".cache" / "hopgraph" / "indexes"
+    if env:  # absolute: the same folder whatever the working folder of a later process
+        return Path(env).expanduser().absolute()
+    return Path.home() / ".cache" / "hopgraph" / "indexes"
 
 
 def _fingerprint(path: Path) -> list[Any]:
