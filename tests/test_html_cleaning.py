@@ -60,7 +60,9 @@ Then check the result:
 Configuring
 -----------
 
-The file ``widget_rc`` holds every setting, one per line.
+The file ``widget_rc`` holds every setting, one per line [#]_.
+
+.. [#] Blank lines and lines starting with a hash mark are skipped.
 """
 
 API = """
@@ -126,6 +128,7 @@ def test_sphinx_site_gives_clean_text_real_headings_and_plain_titles(site):
     heads = {p.metadata.get("heading") for p in by_doc["guide.html"]}
     assert heads <= {"User guide", "User guide > Installing", "User guide > Configuring"}
     assert "spin_rate" in guide and "*emphasis*" not in guide and "**strong**" not in guide
+    assert "lines starting with a hash mark are skipped" in guide  # a footnote (an <aside>)
     api = "\n".join(p.text for p in by_doc["api.html"])
     assert "total_ordering(cls)" in api and "spin(widget, *, rate=1)" in api
 

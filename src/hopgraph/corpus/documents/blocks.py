@@ -85,8 +85,10 @@ def _is_permalink(el: Any) -> bool:
 
 def prune(root: Any, *, landmarks: bool) -> None:
     """Remove from ``root`` what is never text (scripts, styles, forms' controls), permalink
-    anchors, and with ``landmarks`` the navigation landmarks too (``nav``, ``aside``, a
-    ``header``/``footer`` of the page, ``role`` navigation/banner/contentinfo/search)."""
+    anchors, and with ``landmarks`` the navigation landmarks too (``nav``, ``role``
+    navigation/banner/contentinfo/search/complementary, and the page's own ``header``,
+    ``footer`` and ``aside``: inside the content — ``main``, ``article``, ``section`` — an
+    ``aside`` is a note or a footnote and a header is the content's own, so they stay)."""
     doomed = []
     for el in root.iter():
         tag = _tag(el)
@@ -95,9 +97,9 @@ def prune(root: Any, *, landmarks: bool) -> None:
         elif tag in _NEVER or _is_permalink(el):
             doomed.append(el)
         elif landmarks and (
-            tag in ("nav", "aside")
+            tag == "nav"
             or (el.get("role") or "").lower() in _ROLES
-            or (tag in ("header", "footer") and not _in_content(el))
+            or (tag in ("header", "footer", "aside") and not _in_content(el))
         ):
             doomed.append(el)
     for el in doomed:
