@@ -351,7 +351,15 @@ def test_add_parts_makes_an_index_usable_by_the_default(tmp_path):
     assert r.exit_code == 0, r.output
     files_before = json.loads((out / "manifest.json").read_text())["files"]
     query = "Who founded the shipyard that built SS Orrendale?"
-    r = run("search", str(out), query)
+    # without a method: the best the parts allow (rrf), said in one line on stderr
+    r = run("search", str(out), query, "-k", "3", "--json")
+    assert r.exit_code == 0, r.output
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("note: searched with 'rrf'")
+    assert f"`hopgraph add-parts {out} --parts entities`" in r.stderr
+    fell_back = json.loads(r.stdout)
+    assert fell_back["method"] == "rrf" and fell_back["info"]["method"] == "rrf"
+    assert fell_back["info"]["default_fallback"]["missing_parts"] == ["entities"]
+    r = run("search", str(out), query, "--method", "multihop")  # named: no fallback
     assert isinstance(r.exception, ConfigError)
     message = str(r.exception)
     assert "method 'multihop' needs more index parts" in message
@@ -359,7 +367,8 @@ def test_add_parts_makes_an_index_usable_by_the_default(tmp_path):
     assert f"`hopgraph add-parts {out} --parts entities`" in message
     # the console script prints it as one line, no traceback
     exe = shutil.which("hopgraph") or f"{sys.prefix}/bin/hopgraph"
-    p = subprocess.run([exe, "search", str(out), query], capture_output=True, text=True)
+    argv = [exe, "search", str(out), query, "--method", "multihop"]
+    p = subprocess.run(argv, capture_output=True, text=True)
     assert p.returncode == 2 and "hopgraph add-parts" in p.stderr and "Traceback" not in p.stderr
 
     r = run("add-parts", str(out), "-q")
@@ -374,8 +383,9 @@ def test_add_parts_makes_an_index_usable_by_the_default(tmp_path):
     kept = {k: v for k, v in files_before.items() if k.startswith("parts/")}
     assert kept and {k: files_after[k] for k in kept} == kept
     r = run("search", str(out), query, "-k", "3", "--json")
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 0 and not r.stderr, r.output
     assert json.loads(r.output)["method"] == "multihop"
+    assert "default_fallback" not in json.loads(r.output)["info"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [".ix.lock", "ix"]  # no debris
 
     r = run("add-parts", str(out))

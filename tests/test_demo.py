@@ -18,5 +18,9 @@ def test_demo_runs_and_reports_every_method(tmp_path):
     }
     assert "Top 3 passages of `multihop`" in text
     assert text.count("Q: ") == 3 and "gold:" in text and text.count(" multihop=") == 9
+    # each hit's explanation is the sentence `hopgraph search` prints, not the raw dict
+    hits = [line for line in lines if " multihop=" in line]
+    assert all("-hop: " in h or "lifted by: " in h or "RRF order" in h for h in hits), hits
+    assert "signals={" not in text and "route={" not in text
     for m in [*BASE_METHODS, *GRAPH_METHODS, "griever", "multihop"]:
         assert f"| `{m}` | 12 |" in text

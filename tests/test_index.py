@@ -130,7 +130,7 @@ def test_missing_part_names_how_to_add_it(demo_dataset, tmp_path):
     # every part a method lacks in one message; a saved index is named by its folder
     index.save(tmp_path / "my ix")
     with pytest.raises(ConfigError) as exc:
-        get_retriever(Index.load(tmp_path / "my ix"))  # the default method
+        get_retriever(Index.load(tmp_path / "my ix"), "multihop")  # named: no fallback
     assert "method 'multihop' needs more index parts" in str(exc.value)
     assert "no 'dense', 'entities' parts (it has: sparse)" in str(exc.value)
     assert f"`hopgraph add-parts '{tmp_path / 'my ix'}' --parts dense,entities`" in str(exc.value)

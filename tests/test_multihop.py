@@ -211,7 +211,7 @@ def test_bad_params_are_refused(default_index, param, value):
 
 def test_missing_entities_part_names_the_command(demo_index):
     with pytest.raises(ConfigError, match=r"hopgraph add-parts .* --parts entities"):
-        get_retriever(demo_index)
+        get_retriever(demo_index, "multihop")  # without a name the default falls back to rrf
 
 
 def test_training_is_reproducible_and_the_model_ranks(tmp_path, demo_dataset, default_index):

@@ -164,3 +164,34 @@ def test_empty_query(demo_index):
 
 def test_k_larger_than_corpus(demo_index):
     assert len(get_retriever(demo_index, "dense").search("film", k=1000)) == 44
+
+
+# -- the default on an index without its parts -------------------------------------------------
+def test_default_falls_back_to_the_best_method_the_parts_allow(demo_dataset, demo_index, tmp_path):
+    from hopgraph.index import Index
+    from hopgraph.retrieve.base import DEFAULT_METHOD, default_choice
+
+    folder = tmp_path / "sparse"
+    Index.build(demo_dataset.corpus, ["sparse"], progress=False).save(folder)
+    sparse = Index.load(folder)
+    query = demo_dataset.questions[0].text
+    for name in (None, "default"):
+        r = get_retriever(sparse, name)
+        assert r.name == "bm25"
+        ranking = r.search(query, k=5)
+        assert ranking.method == "bm25" and ranking.info["method"] == "bm25"
+        assert ranking.ids == get_retriever(sparse, "bm25").search(query, k=5).ids
+        fallback = ranking.info["default_fallback"]
+        assert fallback["default"] == DEFAULT_METHOD == "multihop"
+        assert fallback["missing_parts"] == ["dense", "entities"]
+        assert f"`hopgraph add-parts {folder} --parts dense,entities`" in fallback["note"]
+    assert "default_fallback" not in get_retriever(sparse, "bm25").search(query, k=5).info
+    with pytest.raises(ConfigError, match="method 'multihop' needs more index parts"):
+        get_retriever(sparse, "multihop")  # named explicitly: no fallback
+    # sparse and dense: rrf, noted in filtered and per-document searches too
+    choice = default_choice(demo_index)
+    assert choice.method == "rrf" and choice.missing == ("entities",)
+    r = get_retriever(demo_index)
+    assert r.name == "rrf"
+    ranking = r.search(query, k=3, filter={"title": {"$ne": "x"}})
+    assert ranking.info["method"] == "rrf" and "default_fallback" in ranking.info

@@ -199,7 +199,7 @@ BAD_REQUESTS = [
     ("/search", {"query": "x", "k": 1001}, None, 422, "k_too_large"),
     ("/search", {"query": "x", "k": 10**30}, None, 422, "k_too_large"),
     ("/search", {"query": "x", "k": "5"}, None, 422, "validation_error"),
-    ("/search", {"query": "x", "k": 5.0}, None, 422, "validation_error"),
+    ("/search", {"query": "x", "k": 5.5}, None, 422, "validation_error"),  # 5.0 is taken
     ("/search", {"query": "x", "k": True}, None, 422, "validation_error"),
     ("/search", {"query": "x", "explain": "yes"}, None, 422, "validation_error"),
     ("/search", {"query": 5}, None, 422, "validation_error"),
@@ -514,14 +514,29 @@ def _passage(d: dict):
 
 # -- the default method ------------------------------------------------------------------------
 def test_default_method_on_an_index_without_its_parts(client, index_dir):
+    """A sparse-only index: a search without a method falls back to bm25 and says so; naming
+    the default's own method still answers 422."""
+    add = f"`hopgraph add-parts {index_dir} --parts dense,entities`"
+    bm25 = client.post("/search", json={"query": "heron", "method": "bm25"}).json()
     for body in ({"query": "heron"}, {"query": "heron", "method": "default"}):
-        e = err(client.post("/search", json=body), 422, "missing_index_part")
-        assert "method 'multihop' needs more index parts" in e["message"]
-        assert f"`hopgraph add-parts {index_dir} --parts dense,entities`" in e["message"]
-    e = err(client.post("/search/batch", json={"queries": ["heron"]}), 422, "missing_index_part")
-    assert "hopgraph add-parts" in e["message"]
+        r = client.post("/search", json=body)
+        assert r.status_code == 200, r.text
+        got = r.json()
+        assert got["method"] == "bm25" and got["info"]["method"] == "bm25"
+        assert [h["id"] for h in got["hits"]] == [h["id"] for h in bm25["hits"]]
+        fallback = got["info"]["default_fallback"]
+        assert fallback["default"] == "multihop"
+        assert fallback["missing_parts"] == ["dense", "entities"] and add in fallback["note"]
+    assert "default_fallback" not in bm25["info"]  # named explicitly: no note
+    batch = client.post("/search/batch", json={"queries": ["heron"]})
+    assert batch.status_code == 200 and batch.json()["method"] == "bm25"
+    assert batch.json()["results"][0]["info"]["default_fallback"]["default"] == "multihop"
+    e = err(client.post("/search", json={"query": "heron", "method": "multihop"}), 422)
+    assert e["type"] == "missing_index_part" and add in e["message"]
+    assert "method 'multihop' needs more index parts" in e["message"]
     info = client.get("/info").json()
     assert info["default_method"] == "multihop" and info["default_available"] is False
+    assert info["default_used"] == "bm25" and add in info["default_note"]
     flags = {m["name"]: m["default"] for m in info["methods"]}
     assert flags["multihop"] is True and sum(flags.values()) == 1
 
@@ -540,6 +555,7 @@ def test_search_without_method_uses_the_default(default_dir, demo_dataset):
     with TestClient(create_app(str(default_dir), settings)) as c:
         info = c.get("/info").json()
         assert info["default_method"] == "multihop" and info["default_available"] is True
+        assert info["default_used"] == "multihop" and info["default_note"] is None
         assert info["index"]["detected"]["entities"] == {
             "title_aliases": True,
             "alias_mentions": True,
@@ -550,6 +566,7 @@ def test_search_without_method_uses_the_default(default_dir, demo_dataset):
         assert r.status_code == 200, r.text
         body = r.json()
         assert body["method"] == "multihop" and body["params"]["depth"] == 20
+        assert "default_fallback" not in body["info"] and "method" not in body["info"]
         assert len(body["hits"]) == 5 and all(h["why"] is not None for h in body["hits"])
         named = c.post("/search", json={"query": query, "k": 5, "method": "default"}).json()
         assert named["method"] == "multihop"
@@ -640,7 +657,7 @@ def test_cli_serve_answers_over_http(index_dir):
         proc.wait(timeout=10)
     assert "z1" in Index.load(index_dir).corpus
     log = proc.stderr.read().decode()
-    assert "warning: searches without a method (default) will fail" in log
+    assert "warning: searches without a method use 'bm25': the default, 'multihop'" in log
     assert f"hopgraph add-parts {index_dir} --parts dense,entities" in log
 
 

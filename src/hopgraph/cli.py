@@ -205,10 +205,13 @@ def search_cmd(index_dir, query, k, method, sets, as_json, filter_json, max_per_
     """Search INDEX_DIR for QUERY and show the passages and why they rank."""
     from hopgraph.index import Index
     from hopgraph.retrieve import get_retriever
+    from hopgraph.retrieve.ranking import why_text
 
     spec = _json_option(filter_json, "--filter")
     index = Index.load(index_dir)
     ranker = get_retriever(index, method, **parse_assignments(sets))
+    if ranker.default_fallback:  # the index lacks the default's parts: say what was used
+        click.echo(f"note: {ranker.default_fallback['default_fallback']['note']}", err=True)
     ranking = ranker.search(query, k=k, filter=spec, max_per_doc=max_per_doc)
     if not ranking.ids:
         click.echo(
@@ -228,7 +231,7 @@ def search_cmd(index_dir, query, k, method, sets, as_json, filter_json, max_per_
         p = index.corpus.get(hit.id)
         click.echo(f"{rank:>3}. [{hit.id}] {p.title}  score={hit.score:.4f}")
         click.echo(f"     {_short(p.text)}")
-        click.echo(f"     why: {_why(hit.why)}")
+        click.echo(f"     why: {why_text(hit.why)}")
     skipped = ranking.info.get("crowded_out", 0)
     if skipped:
         click.echo(
@@ -416,18 +419,6 @@ def _update_index(
 def _short(text: str, n: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def _why(why: dict[str, Any]) -> str:
-    """A hit's explanation on one line: its summary in words where the method gives one (the
-    numbers are in --json), else every field."""
-    if isinstance(why.get("summary"), str):
-        return why["summary"]
-
-    def fmt(v: Any) -> str:
-        return f"{v:.4f}" if isinstance(v, float) else str(v)
-
-    return ", ".join(f"{k}={fmt(v)}" for k, v in why.items())
 
 
 def method_specs(methods: list[str], sets: dict[str, str], preset: dict | None = None) -> list:
@@ -1140,14 +1131,15 @@ def serve_cmd(
             + (", ".join(named) if named else "none yet"),
             err=True,
         )
-    from hopgraph.defaults import DEFAULT_METHOD, DEFAULT_PARTS
-    from hopgraph.index.store import missing_parts_message
+    from hopgraph.retrieve.base import DEFAULT_METHOD, default_choice
 
-    missing = served.missing(DEFAULT_PARTS)
-    if missing:  # searches without a method will be refused until the parts are added
+    choice = default_choice(served)
+    if choice.missing:  # searches without a method fall back until the parts are added
+        uses = f"use {choice.method!r}" if choice.fell_back else "fail"
         click.echo(
-            "warning: searches without a method (default) will fail: "
-            + missing_parts_message(served, missing, DEFAULT_METHOD),
+            f"warning: searches without a method {uses}: the default, {DEFAULT_METHOD!r}, needs "
+            f"the {', '.join(choice.missing)} part{'s' if len(choice.missing) > 1 else ''}; "
+            f"add with `{choice.command}` and restart the server",
             err=True,
         )
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)  # our log lines like uvicorn's

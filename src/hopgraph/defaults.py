@@ -4,7 +4,8 @@ those parts detected from the corpus (:mod:`hopgraph.index.detect`).
 ``Index.build(corpus)`` without parts, ``hopgraph index`` without ``--parts`` and
 ``hopgraph add-parts`` build :data:`DEFAULT_PARTS` with :func:`detected_options`; searches
 without a method (``get_retriever(index)``, ``hopgraph search``, the server) use
-:data:`DEFAULT_METHOD`.
+:data:`DEFAULT_METHOD`, or on an index without its parts the best method the parts allow
+(:func:`~hopgraph.retrieve.base.default_choice`).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from hopgraph.eval import MethodSpec, evaluate
 from hopgraph.eval.report import markdown_table
 from hopgraph.index import Index
 from hopgraph.retrieve import get_retriever
+from hopgraph.retrieve.ranking import why_text
 
 BASE_METHODS = ["bm25", "bm25_rm3", "dense", "rrf", "hybrid", "composed"]
 GRAPH_METHODS = ["graph", "graph_hybrid", "graph_dense", "graph_rrf", "grapher_gcs", "grapher_ppr"]
@@ -49,10 +50,7 @@ def run_demo(
             for rank, hit in enumerate(retriever.search(q.text, k=3), start=1):
                 title = index.corpus.get(hit.id).title
                 mark = "*" if hit.id in q.gold else " "
-                why = ", ".join(
-                    f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
-                    for k, v in hit.why.items()
-                )
+                why = why_text(hit.why)  # the sentence `hopgraph search` shows
                 echo(f"   {mark}{rank}. {title:<32} {method}={hit.score:.4f}  ({why})")
             echo("")
         echo(f"Evaluation on all {len(ds.questions)} questions (graph_* = SPRIG, PPR over the")

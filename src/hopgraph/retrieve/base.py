@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -71,6 +73,10 @@ class Retriever(ABC):
     seed or first-stage ranking), before corpus order; None: corpus order alone."""
     fill_label: ClassVar[str] = "first-stage ranking"
     """What ``fill_from``'s ranking is to this method, in the explanations of filled hits."""
+    default_fallback: dict[str, Any] | None = None
+    """Set by :func:`get_retriever` when a search without a method falls back from
+    :data:`DEFAULT_METHOD` to this method (:func:`default_choice`): every ranking's ``info``
+    then holds it (``method``, ``default_fallback``)."""
 
     def __init__(self, index: Index, params: Any):
         missing = index.missing(self.parts_for(params))
@@ -261,7 +267,7 @@ class Retriever(ABC):
             method=self.name,
             ids=[ids[r] for r in rows.tolist()],
             scores=[float(s) for s in scores],
-            info=info or {},
+            info={**(info or {}), **(self.default_fallback or {})},
             explain=explain,
             rows=rows,
         )
@@ -309,8 +315,79 @@ def _keeper(
 _METHODS: dict[str, type[Retriever]] = {}
 
 DEFAULT_METHOD = "multihop"
-"""The method used when none is named (``--method default`` and ``"default"`` mean it too)."""
+"""The method used when none is named (``--method default`` and ``"default"`` mean it too) on
+an index with its parts; on another, :func:`default_choice` picks a fallback."""
 DEFAULT_ALIAS = "default"
+DEFAULT_FALLBACKS: tuple[str, ...] = ("rrf", "bm25", "dense")
+"""What a search without a method uses on an index that lacks a part of :data:`DEFAULT_METHOD`:
+the first of these whose parts the index has (``rrf``: sparse and dense; ``bm25``: sparse;
+``dense``: dense), best first. A method named explicitly never falls back."""
+
+
+@dataclass(frozen=True)
+class DefaultChoice:
+    """The method a search without one gets on an index (:func:`default_choice`)."""
+
+    method: str
+    missing: tuple[str, ...] = ()
+    """The parts of :data:`DEFAULT_METHOD` the index lacks; empty: the full default."""
+    folder: str = "INDEX_DIR"
+
+    @property
+    def fell_back(self) -> bool:
+        return self.method != DEFAULT_METHOD
+
+    @property
+    def command(self) -> str:
+        """The command that adds the default's missing parts."""
+        return f"hopgraph add-parts {self.folder} --parts {','.join(self.missing)}"
+
+    @property
+    def note(self) -> str:
+        """One line: the method used instead of the full default and the command that adds its
+        parts ("" when the full default is used)."""
+        if not self.fell_back:
+            return ""
+        n = len(self.missing)
+        return (
+            f"searched with {self.method!r}, not the default {DEFAULT_METHOD!r}: this index "
+            f"lacks its {', '.join(self.missing)} part{'s' if n > 1 else ''}; add "
+            f"{'them' if n > 1 else 'it'} with `{self.command}`"
+        )
+
+    def info(self) -> dict[str, Any]:
+        """What a ranking's ``info`` says of a fallback (empty for the full default)."""
+        if not self.fell_back:
+            return {}
+        fallback = {"default": DEFAULT_METHOD, "missing_parts": list(self.missing)}
+        return {"method": self.method, "default_fallback": {**fallback, "note": self.note}}
+
+
+def default_choice(index: Index) -> DefaultChoice:
+    """The method a search without one uses on ``index``: :data:`DEFAULT_METHOD` when the index
+    has its parts, else the first of :data:`DEFAULT_FALLBACKS` it has the parts for (with the
+    default's missing parts, for the note); with none of them, the default itself (whose search
+    then fails naming the parts to add)."""
+    missing = index.missing(_default_parts(DEFAULT_METHOD))
+    if not missing:
+        return DefaultChoice(DEFAULT_METHOD)
+    folder = shlex.quote(str(index.path)) if index.path else "INDEX_DIR"
+    for name in DEFAULT_FALLBACKS:
+        if not index.missing(_default_parts(name)):
+            return DefaultChoice(name, tuple(missing), folder)
+    return DefaultChoice(DEFAULT_METHOD, tuple(missing), folder)
+
+
+@functools.cache
+def _default_parts(name: str) -> tuple[str, ...]:
+    """:func:`method_parts` with the default parameters, once per method (every search without
+    a method on the server asks)."""
+    return method_parts(name)
+
+
+def is_default(name: str | None) -> bool:
+    """Whether ``name`` asks for the default method (None or ``"default"``)."""
+    return name is None or name == DEFAULT_ALIAS
 
 
 def resolve_method_name(name: str | None) -> str:
@@ -363,6 +440,12 @@ def method_parts(name: str | None, params: dict[str, Any] | None = None) -> tupl
 
 def get_retriever(index: Index, name: str | None = None, **params: Any) -> Retriever:
     """The retriever ``name`` over ``index`` with ``params`` (CLI strings are converted);
-    without a name (or with ``"default"``), the recommended default method."""
-    cls = method_class(name)
-    return cls(index, make_options(cls.Params, params, what=f"method {cls.name!r}"))
+    without a name (or with ``"default"``), the recommended default method, or on an index
+    without its parts the best method the index has the parts for (:func:`default_choice`;
+    the retriever's rankings say so in ``info``)."""
+    choice = default_choice(index) if is_default(name) else None
+    cls = method_class(choice.method if choice else name)
+    retriever = cls(index, make_options(cls.Params, params, what=f"method {cls.name!r}"))
+    if choice is not None and choice.fell_back:
+        retriever.default_fallback = choice.info()
+    return retriever

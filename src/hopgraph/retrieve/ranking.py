@@ -103,6 +103,19 @@ class Ranking:
         return {"query": self.query, "method": self.method, "hits": hits, "info": self.info}
 
 
+def why_text(why: dict[str, Any]) -> str:
+    """A hit's explanation on one line, as ``hopgraph search`` and ``hopgraph demo`` show it: its
+    summary in words where the method gives one (the numbers stay in ``why``), else every
+    field."""
+    if isinstance(why.get("summary"), str):
+        return why["summary"]
+
+    def fmt(v: Any) -> str:
+        return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+    return ", ".join(f"{k}={fmt(v)}" for k, v in why.items())
+
+
 def top_k(scores: np.ndarray, k: int, *, positive_only: bool = False) -> np.ndarray:
     """Rows of the ``k`` highest scores, best first; ties broken by row (deterministic)."""
     n = scores.shape[0]

@@ -47,7 +47,13 @@ from hopgraph.errors import (
 from hopgraph.filters import validate_filter
 from hopgraph.jsonable import jsonable
 from hopgraph.retrieve import list_methods, method_class
-from hopgraph.retrieve.base import DEFAULT_METHOD, Retriever, method_parts
+from hopgraph.retrieve.base import (
+    DEFAULT_METHOD,
+    Retriever,
+    default_choice,
+    is_default,
+    method_parts,
+)
 from hopgraph.retrieve.ranking import Ranking
 from hopgraph.serve import page
 from hopgraph.serve import schemas as s
@@ -55,7 +61,9 @@ from hopgraph.serve.auth import TokenMiddleware
 from hopgraph.serve.bounds import param_bounds
 from hopgraph.serve.jsonbody import StrictJSONRoute
 from hopgraph.serve.limits import BodyLimitMiddleware
+from hopgraph.serve.methods import HeadMiddleware
 from hopgraph.serve.multi import IndexRegistry, RegistryError, api_error, indexes_router
+from hopgraph.serve.openapi import install_openapi
 from hopgraph.serve.problems import ApiError, install_error_handlers
 from hopgraph.serve.process import configured
 from hopgraph.serve.settings import SERVER_ONLY_PARAMS, Settings
@@ -71,8 +79,11 @@ them 409 `not_the_writer` naming it, and load each generation it commits within
 `reload_interval` seconds (`GET /info`: `role`, `writer`, `generation`).
 
 A search that names no `method` (or names `default`) uses the recommended default method
-(`default_method` in `GET /info`); on an index without its parts it answers 422
-`missing_index_part`, naming the `hopgraph add-parts` command that adds them.
+(`default_method` in `GET /info`); on an index without its parts it uses the first of `rrf`,
+`bm25`, `dense` the index has the parts for (`default_used` and `default_note` in `GET /info`;
+the answer's `method` and `info.default_fallback` say so, with the `hopgraph add-parts` command
+that adds the default's parts). A method named explicitly never falls back: without its parts
+it answers 422 `missing_index_part`.
 
 Every error answers `{"error": {"type", "message", "details"}}` with a 4xx status:
 400 bad encoding or JSON, 404 unknown passage or path, 409 refused update (duplicate ids, would
@@ -132,6 +143,8 @@ def create_app(index_dir: str, settings: Settings | None = None) -> FastAPI:
     app.state.served = served
     app.state.indexes = registry
     install_error_handlers(app)
+    install_openapi(app, settings)  # the token's security scheme, the limits
+    app.add_middleware(HeadMiddleware)  # HEAD wherever GET is served
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if settings.token:  # added last: runs first, before any body is read
         app.add_middleware(
@@ -310,11 +323,14 @@ def _router(
     def info(served: ServedIndex = index_of) -> dict[str, Any]:
         snap = served.snapshot
         methods = [_method_info(name, snap, served) for name in list_methods()]
+        choice = default_choice(snap.index)
         return {
             "index": jsonable(snap.index.info()),
             "generation": snap.generation,
             "default_method": DEFAULT_METHOD,
             "default_available": any(m["default"] and m["available"] for m in methods),
+            "default_used": choice.method,
+            "default_note": choice.note or None,
             "methods": methods,
             "limits": settings.limits(),
             "role": served.role,
@@ -365,6 +381,10 @@ def _run(
         rankings = retriever.search_batch(
             queries, req.k, filter=req.filter, max_per_doc=req.max_per_doc
         )
+        if is_default(req.method):  # say when the index lacks the default's parts
+            fallback = default_choice(snap.index).info()
+            for r in rankings:
+                r.info.update(fallback)
         if req.explain:
             for r in rankings:
                 r.explanations  # noqa: B018 - computed now, so the latency includes them

@@ -262,7 +262,9 @@ class CreatedIndex(IndexSummary):
 
 class CreateIndexRequest(s.Strict):
     name: str = Field(
-        description=f"the index's name (^{NAME_PATTERN}$); its routes are /indexes/NAME/..."
+        description=f"the index's name (^{NAME_PATTERN}$); its routes are /indexes/NAME/...",
+        # checked by check_name (422 invalid_index_name), stated here for the schema
+        json_schema_extra={"pattern": f"^{NAME_PATTERN}$", "minLength": 1, "maxLength": 64},
     )
     passages: list[s.PassageIn] = Field(min_length=1, description="at most max_create passages")
     parts: list[str] | None = Field(

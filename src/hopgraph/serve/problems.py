@@ -16,6 +16,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+from hopgraph.serve.methods import allowed_methods
+
 log = logging.getLogger("hopgraph.serve")
 
 MAX_MESSAGE_CHARS = 500
@@ -106,7 +108,12 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
         return error_response(400, "invalid_encoding", "the request body is not valid UTF-8")
     message = exc.detail if isinstance(exc.detail, str) else "request failed"
     headers = getattr(exc, "headers", None)
-    if status == 405:
+    if status == 405:  # every method the path serves, whichever route refused this one
+        scope = request.scope
+        allow = allowed_methods(request.app, scope["path"], scope.get("root_path", ""))
+        if allow:
+            headers = {k: v for k, v in (headers or {}).items() if k.lower() != "allow"}
+            headers["Allow"] = ", ".join(allow)
         message = _not_allowed(request, headers)
     if status < 200 or status in (204, 304):
         return Response(status_code=status, headers=headers)

@@ -1,15 +1,27 @@
 """Request and response bodies (pydantic); they are also the OpenAPI schema at /openapi.json.
 
 Requests are strict: unknown fields are refused, numbers are not read from strings and
-booleans are not numbers. Limits that the server settings choose (query length, k, batch
-size, passages per update) are checked by the endpoints and listed by ``GET /info``.
+booleans are not numbers; an integer field takes an integral number written as a float (``3.0``,
+an integer in JSON Schema 2020-12) and refuses any other (``3.5``). The schema states what the
+endpoints enforce: non-blank strings (``minLength`` 1, ``pattern`` ``\\S``), bounds. Limits
+that the server settings choose (query length, k, batch size, passages per update) are checked
+by the endpoints, listed by ``GET /info`` and written into the OpenAPI document
+(:mod:`hopgraph.serve.openapi`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+)
 
 from hopgraph.retrieve.crowding import DEFAULT_MAX_PER_DOC
 
@@ -19,13 +31,32 @@ ParamValue = Annotated[
 ]
 
 
+NOT_BLANK = r"\S"  # a character that is not whitespace, somewhere (JSON Schema: unanchored)
+_NOT_BLANK = re.compile(NOT_BLANK)
+
+
 def _not_blank(value: str) -> str:
-    if not value.strip():
+    if not _NOT_BLANK.search(value):
         raise ValueError("must not be empty or whitespace only")
     return value
 
 
-NonBlank = Annotated[str, AfterValidator(_not_blank)]
+def _integral(value: Any) -> Any:
+    """An integral float (``3.0``) as the integer it is; anything else unchanged, for the
+    strict integer check to take or refuse."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+NonBlank = Annotated[
+    str,
+    AfterValidator(_not_blank),
+    Field(json_schema_extra={"minLength": 1, "pattern": NOT_BLANK}),
+]
+# (bounds go before the validator: after it, pydantic writes them as "ge" in the schema)
+Count = Annotated[int, Field(ge=0), BeforeValidator(_integral)]
+Positive = Annotated[int, Field(ge=1), BeforeValidator(_integral)]
 PassageId = Annotated[
     NonBlank,
     StringConstraints(max_length=1000),
@@ -43,7 +74,7 @@ class SearchOptions(Strict):
         description="retrieval method (GET /info lists them); omitted or 'default': the "
         "recommended method (default_method in GET /info)",
     )
-    k: int = Field(10, ge=1, description="passages to return (at most the server's max_k)")
+    k: Positive = Field(10, description="passages to return (at most the server's max_k)")
     params: dict[str, ParamValue] = Field(
         default_factory=dict, description='method parameters, e.g. {"k_rrf": 30}'
     )
@@ -53,9 +84,8 @@ class SearchOptions(Strict):
         '"lang": {"$in": ["en", "de"]}}: operators $eq $ne $in $nin $gt $gte $lt $lte on '
         "metadata fields (dotted names reach nested ones), $and $or $not at the top",
     )
-    max_per_doc: int | None = Field(
+    max_per_doc: Count | None = Field(
         None,
-        ge=0,
         description="at most this many hits from one document (passages with the same "
         "metadata doc_id; a passage without one is its own document); 0: no limit; omitted or "
         f"null: {DEFAULT_MAX_PER_DOC} on an index of documents cut into chunks, no limit on "
@@ -185,11 +215,22 @@ class Info(BaseModel):
     index: dict[str, Any] = Field(description="hopgraph info of the served index")
     generation: int
     default_method: str = Field(
-        description="the method a search without `method` (or with 'default') uses"
+        description="the recommended default method: a search without `method` (or with "
+        "'default') uses it when the index has its parts"
     )
     default_available: bool = Field(
         description="the served index has every part the default method needs (else a search "
-        "without `method` answers 422 missing_index_part naming `hopgraph add-parts`)"
+        "without `method` falls back, see default_used)"
+    )
+    default_used: str = Field(
+        "",
+        description="the method a search without `method` uses now: default_method, or on an "
+        "index without its parts the first of rrf, bm25, dense the index has the parts for",
+    )
+    default_note: str | None = Field(
+        None,
+        description="when default_used is a fallback: the parts the default method lacks and "
+        "the `hopgraph add-parts` command that adds them",
     )
     methods: list[MethodInfo]
     limits: dict[str, float]

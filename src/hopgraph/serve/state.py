@@ -42,7 +42,7 @@ from hopgraph.index import Index
 from hopgraph.index.store import manifest_digest, missing_parts_message
 from hopgraph.priority import lower_priority
 from hopgraph.retrieve import method_class
-from hopgraph.retrieve.base import Retriever, resolve_method_name
+from hopgraph.retrieve.base import Retriever, default_choice, is_default, resolve_method_name
 from hopgraph.serve.bounds import over_bound
 from hopgraph.serve.process import release_memory
 from hopgraph.serve.settings import SERVER_ONLY_PARAMS, Settings
@@ -235,9 +235,12 @@ class ServedIndex:
 
     # -- searching ------------------------------------------------------------------------
     def retriever(self, snap: Snapshot, method: str, params: dict[str, Any]) -> Retriever:
-        """The retriever of ``snap`` for ``method`` (``"default"``: the default method) with the
-        client's ``params`` over the server's fixed ones; :class:`RequestError` says what is
-        wrong with the request."""
+        """The retriever of ``snap`` for ``method`` (``"default"``: the default method, or on an
+        index without its parts the fallback of :func:`default_choice`) with the client's
+        ``params`` over the server's fixed ones; :class:`RequestError` says what is wrong with
+        the request."""
+        if is_default(method):
+            method = default_choice(snap.index).method
         try:
             cls = method_class(method)
         except ConfigError as exc:
