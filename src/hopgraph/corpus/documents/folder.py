@@ -103,11 +103,13 @@ def _html_affixes(files: list[tuple[Path, str]], root: Path) -> dict[str, tuple[
                 titles[f.relative_to(root)] = html_title(fh.read(_TITLE_BYTES))
         except OSError:  # the reader names the problem when it gets there
             continue
-    folders = {parent for rel in titles for parent in rel.parents}
+    under: dict[Path, list[str | None]] = {}  # folder -> the titles of the pages under it
+    for rel, title in titles.items():
+        for parent in rel.parents:
+            under.setdefault(parent, []).append(title)
     affixes = {}
-    for folder in sorted(folders, key=lambda d: len(d.parts)):
-        under = [t for rel, t in titles.items() if folder in rel.parents]
-        found = shared_affix(under)
+    for folder in sorted(under, key=lambda d: len(d.parts)):
+        found = shared_affix(under[folder])
         inherited = [affixes.get(d.as_posix()) for d in folder.parents]
         if (found[0] or found[1]) and found not in inherited:  # a subfolder of the site: its own
             affixes[folder.as_posix()] = found
