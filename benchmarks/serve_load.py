@@ -3,15 +3,18 @@ served index, with throughput, latency percentiles, errors and the server's RSS 
 
     python benchmarks/serve_load.py [--data-dir ../shared/data --dataset hotpotqa] \\
         [--clients 4,16] [--seconds 30] [--max-requests N] [--methods bm25,dense,rrf] \\
-        [--update-every S] [--k 10] [--out benchmarks/results/serve_load.json]
+        [--update-every S] [--k 10] [--parts sparse] [--out benchmarks/results/serve_load.json]
 
 Without ``--data-dir`` the built-in demo corpus is indexed. With it, the dataset's cached index
 (``hopgraph.cache``, as ``hopgraph eval`` keeps it; missing parts are built and cached) is
 copied, with only the parts the methods need, to a temporary folder: the server updates that
 copy, never the cache. The server is ``hopgraph serve`` in its own process on a free loopback
 port; the clients are threads of this process (one ``httpx.Client`` each), each sending one
-dataset question at a time with a method chosen at random. ``--update-every S`` also adds a
-passage every S seconds and deletes it at the next tick. Any error (a status other than
+dataset question at a time with a method chosen at random (``default``: a request that names
+no method). ``--parts`` serves an index with just those parts (default: the methods' parts;
+``--parts sparse --methods default,bm25``: searches without a method on a partial index, which
+use the best method its parts support). ``--update-every S`` also adds a passage every S
+seconds and deletes it at the next tick. Any error (a status other than
 200/201, a failed connection) makes the script exit with status 1.
 """
 
@@ -54,6 +57,12 @@ def served_copy(dataset_path: Path, name: str, parts: list[str], out: Path) -> t
     index.save(out)
     print(f"{name}: {len(index)} passages, parts {parts}, served from {out}", file=sys.stderr)
     return index, [q.text for q in ds.questions]
+
+
+def request(query: str, method: str, k: int = 10) -> dict:
+    """A search body; ``default`` names no method (the server chooses)."""
+    body = {"query": query, "k": k}
+    return body if method == "default" else {**body, "method": method}
 
 
 def free_port() -> int:
@@ -162,7 +171,7 @@ def run_phase(
         with httpx.Client(base_url=url, timeout=60) as http:
             while take():
                 method = rng.choice(methods)
-                body = {"query": rng.choice(queries), "method": method, "k": k}
+                body = request(rng.choice(queries), method, k)
                 t0 = time.perf_counter()
                 try:
                     r = http.post("/search", json=body)
@@ -299,6 +308,7 @@ def main() -> None:
     ap.add_argument("--max-requests", type=int, default=None, help="per phase")
     ap.add_argument("--methods", default="bm25,dense,rrf")
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--parts", default=None, help="index parts served (default: the methods')")
     ap.add_argument("--update-every", type=float, default=None, help="seconds between updates")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
@@ -308,7 +318,11 @@ def main() -> None:
     ap.add_argument("--out", default="benchmarks/results/serve_load.json")
     args = ap.parse_args()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    parts = list(dict.fromkeys(p for m in methods for p in method_parts(m)))
+    parts = (
+        [p.strip() for p in args.parts.split(",") if p.strip()]
+        if args.parts
+        else list(dict.fromkeys(p for m in methods for p in method_parts(m)))
+    )
     if args.data_dir:
         path, name = Path(args.data_dir) / args.dataset, args.dataset
     else:
@@ -323,7 +337,7 @@ def main() -> None:
         try:
             with httpx.Client(base_url=url, timeout=120) as http:  # load models, build retrievers
                 for m in methods:
-                    r = http.post("/search", json={"query": queries[0], "method": m})
+                    r = http.post("/search", json=request(queries[0], m))
                     r.raise_for_status()
             rss = RssSampler(proc.pid)
             rss.start()

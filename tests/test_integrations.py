@@ -350,7 +350,10 @@ def test_pyterrier_transformer(index, index_dir, dataset):
     qs = dataset.questions[:3]
     topics = pd.DataFrame({"qid": [q.id for q in qs], "query": [q.text for q in qs]})
     res = retriever(topics)
-    assert list(res.columns) == ["qid", "query", "docno", "score", "rank"]
+    assert list(res.columns) == ["qid", "query", "docno", "score", "rank", "title", "text"]
+    for row in res.itertuples():  # what a PyTerrier re-ranker reads: title and text
+        p = index.corpus.get(row.docno)
+        assert row.title == p.title and row.text == p.content and p.title in row.text
     for q in qs:
         rows = res[res.qid == q.id]
         ranking = expected(index, q.text, k=4)
@@ -359,7 +362,9 @@ def test_pyterrier_transformer(index, index_dir, dataset):
         assert rows["rank"].tolist() == [0, 1, 2, 3]
         assert set(rows["query"]) == {q.text}
     empty = retriever(topics.iloc[:0])
-    assert list(empty.columns) == ["qid", "query", "docno", "score", "rank"] and empty.empty
+    assert list(empty.columns) == [*res.columns] and empty.empty
+    bare = HopgraphRetriever(index_dir, k=4, text=False)(topics)
+    assert list(bare.columns) == ["qid", "query", "docno", "score", "rank"]
     with pytest.raises(pt.validate.InputValidationError, match="query"):
         retriever(topics[["qid"]])
     assert retriever.search(qs[0].text).docno.tolist() == expected(index, qs[0].text, 4).ids

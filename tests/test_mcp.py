@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -238,3 +239,57 @@ def test_start_up_errors_exit_with_a_message(index_dir):
         )
         assert r.returncode == 2, r.stderr
         assert expected in r.stderr and r.stdout == ""
+
+
+async def test_partial_index_searches_with_the_best_method_it_has(demo_dataset, tmp_path):
+    """A sparse-only index: the server starts, a search without a method uses bm25 and says why
+    (with the add-parts command), on stderr at start and in the answer; a method named
+    explicitly without its parts stays a tool error."""
+    folder = tmp_path / "sparse"
+    Index.build(demo_dataset.corpus, ["sparse"], progress=False).save(folder)
+    with open(tmp_path / "stderr.txt", "w") as errlog:
+        async with stdio_client(server_params(folder), errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                tools = {t.name: t for t in (await s.list_tools()).tools}
+                assert "hopgraph add-parts" in tools["search"].description
+                out = (await s.call_tool("search", {"query": QUESTION, "k": 3})).structured_content
+                named = await s.call_tool("search", {"query": QUESTION, "method": "default"})
+                dense = await s.call_tool("search", {"query": QUESTION, "method": "dense"})
+    assert out["method"] == "bm25" and len(out["hits"]) == 3
+    assert "hopgraph add-parts" in out["note"] and "dense" in out["note"]
+    assert named.structured_content["method"] == "bm25"
+    assert "hopgraph add-parts" in error_text(dense)
+    log = (tmp_path / "stderr.txt").read_text()
+    assert "method bm25" in log and "hopgraph add-parts" in log
+
+
+async def test_follows_updates_committed_by_another_process(demo_dataset, tmp_path):
+    """`hopgraph add` and `hopgraph delete` while the server runs: the next calls see them,
+    without a restart."""
+    folder = tmp_path / "live"
+    Index.build(demo_dataset.corpus, ["sparse"], progress=False).save(folder)
+    new = tmp_path / "new.jsonl"
+    new.write_text(
+        json.dumps({"id": "zz1", "title": "Quokka Island", "text": "Quokkas live on Rottnest."})
+        + "\n"
+    )
+
+    def cli(*args: str) -> None:
+        subprocess.run([sys.executable, "-m", "hopgraph.cli", *args], check=True, timeout=300)
+
+    async with stdio_client(server_params(folder, "--method", "bm25")) as (read, write):
+        async with ClientSession(read, write) as s:
+            await s.initialize()
+            before = await s.call_tool("get_passage", {"id": "zz1"})
+            cli("add", str(folder), str(new), "-q")
+            await anyio.sleep(1.2)  # past the reload interval
+            found = await s.call_tool("search", {"query": "quokka rottnest", "k": 1})
+            passage = await s.call_tool("get_passage", {"id": "zz1"})
+            cli("delete", str(folder), "zz1")
+            await anyio.sleep(1.2)
+            gone = await s.call_tool("get_passage", {"id": "zz1"})
+    assert "no passage" in error_text(before)
+    assert found.structured_content["hits"][0]["id"] == "zz1"
+    assert passage.structured_content["title"] == "Quokka Island"
+    assert "no passage" in error_text(gone)

@@ -221,7 +221,7 @@ def test_refused_creates(index_dir, named_dir):
         _create(c, "a" * 64, ANIMALS)  # the longest name
         err(c.post("/indexes", json={"name": "a" * 64, "passages": CITIES}), 409, "index_exists")
         four = [*CITIES, OKAPI]
-        err(c.post("/indexes", json={"name": "big", "passages": four}), 413, "too_many_passages")
+        err(c.post("/indexes", json={"name": "big", "passages": four}), 422, "too_many_passages")
         twice = [ANIMALS[0], {**ANIMALS[1], "id": "zebra"}]
         err(c.post("/indexes", json={"name": "d", "passages": twice}), 409, "duplicate_ids")
         bad = {"name": "p", "passages": CITIES, "parts": ["sparse", "nonsense"]}

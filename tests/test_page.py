@@ -240,7 +240,7 @@ def test_a_hostile_query_is_shown_escaped(server, tab, hostile):
         ({"q": "heron", "k": "1000"}, 422, "k=1000 is over the limit of 20"),
         ({"q": "heron", "k": "ten"}, 422, "k must be a whole number"),
         ({"q": "heron", "k": "0"}, 422, "k must be a whole number"),
-        ({"q": "x" * 2001}, 413, "the limit is 2000"),
+        ({"q": "x" * 2001}, 422, "the limit is 2000"),
     ],
 )
 def test_errors_are_readable_messages_on_the_page(server, tab, params, status, words):

@@ -12,11 +12,14 @@ import sys
 import time
 
 import httpx
+import jsonschema
 import pytest
 from fastapi.testclient import TestClient
 
 from hopgraph.corpus import load_corpus
 from hopgraph.data import demo_dataset_path
+from hopgraph.errors import ConfigError
+from hopgraph.filters import validate_filter
 from hopgraph.index import Index
 from hopgraph.serve import Settings, create_app
 from hopgraph.serve.multi import NAME_PATTERN
@@ -77,7 +80,10 @@ def test_head_answers_as_get_without_a_body(sparse_dir, tmp_path):
     [
         ("OPTIONS", "/passages/13", "GET, HEAD, DELETE"),
         ("PUT", "/passages/13", "GET, HEAD, DELETE"),
-        ("PATCH", "/passages/delete", "GET, HEAD, POST, DELETE"),  # "delete" is an id too
+        # a concrete path wins over the template (OpenAPI): not also the passage "delete"
+        ("PATCH", "/passages/delete", "POST"),
+        ("GET", "/passages/delete", "POST"),
+        ("DELETE", "/indexes/one/passages/delete", "POST"),
         ("OPTIONS", "/indexes", "GET, HEAD, POST"),
         ("DELETE", "/indexes", "GET, HEAD, POST"),
         ("PUT", "/indexes/one", "DELETE"),
@@ -187,6 +193,47 @@ def test_the_schema_states_what_the_server_enforces(client):
         assert client.post("/search/batch", json=search | {"queries": [bad]}).status_code == 422
     created = client.post("/indexes", json={"name": "-bad", "passages": PASSAGES})
     assert created.status_code == 422 and created.json()["error"]["type"] == "invalid_index_name"
+
+
+def test_the_schema_lists_the_choices_the_server_has(client):
+    """``method``: what the served (sparse-only) index runs, any method on a named index;
+    ``parts``: the part names; the filter: its grammar, which the server and the schema judge
+    alike."""
+    spec = client.get("/openapi.json").json()
+    models = spec["components"]["schemas"]
+    served = models["SearchRequest"]["properties"]["method"]["enum"]
+    assert served[0] == "default" and "bm25" in served and "dense" not in served
+    named = models["NamedSearchRequest"]["properties"]["method"]["enum"]
+    assert {"multihop", "dense", "bm25"} <= set(named) and "grapher_gat" not in named
+    body = spec["paths"]["/indexes/{name}/search"]["post"]["requestBody"]["content"]
+    assert body["application/json"]["schema"]["$ref"].endswith("/NamedSearchRequest")
+    for method in served:
+        r = client.post("/search", json={"query": "heron", "method": method})
+        assert r.status_code == 200, (method, r.text)
+    parts = models["CreateIndexRequest"]["properties"]["parts"]["anyOf"][0]
+    assert parts["minItems"] == 1 and "sparse" in parts["items"]["enum"]
+    passage_id = spec["paths"]["/passages/{passage_id}"]["get"]["parameters"][0]["schema"]
+    assert passage_id["not"] == {"enum": ["delete"]}
+
+    schema = jsonschema.validators.Draft202012Validator(
+        {"$ref": "#/components/schemas/MetadataFilter", "components": spec["components"]}
+    )
+    filters = [
+        {"year": 2020}, {"year": {"$gte": 2020, "$lt": 2030}}, {"a.b": None},
+        {"$or": [{"lang": "en"}, {"n": {"$in": [1, "x", [2]]}}]}, {"$not": {"x": {"$ne": True}}},
+        {}, {"": 1}, {"$nor": [{"x": 1}]}, {"x": {"$gt": True}}, {"x": {"$eq": [1]}},
+        {"x": {"$in": 3}}, {"x": {}}, {"x": {"y": 1}}, {"x": {"$eq": 1, "y": 2}}, {"$and": []},
+        {"$not": 3}, {"x": {"$regex": "a"}},
+    ]  # fmt: skip
+    for f in filters:
+        try:
+            validate_filter(f)
+            accepted = True
+        except ConfigError:
+            accepted = False
+        assert schema.is_valid(f) == accepted, f
+        r = client.post("/search", json={"query": "heron", "method": "bm25", "filter": f})
+        assert (r.status_code == 200) == accepted, (f, r.text)
 
 
 def test_integer_fields_take_integral_floats(client):

@@ -273,7 +273,7 @@ def update_machine(base: Path) -> type[RuleBasedStateMachine]:
             )
             given_ids = [i for i, _ in new]
             if len(new) > LIMITS.max_add:
-                assert r.status_code == 413, r.text
+                assert r.status_code == 422, r.text
             elif len(set(given_ids)) < len(given_ids) or set(given_ids) & set(self.model):
                 assert r.status_code == 409 and r.json()["error"]["type"] == "duplicate_ids"
             else:

@@ -37,7 +37,13 @@ import numpy as np
 
 from hopgraph.errors import ConfigError
 
-__all__ = ["FILTER_OPERATORS", "MetadataTable", "matching_rows", "validate_filter"]
+__all__ = [
+    "FILTER_OPERATORS",
+    "MetadataTable",
+    "filter_json_schema",
+    "matching_rows",
+    "validate_filter",
+]
 
 FILTER_OPERATORS = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte")
 _LOGICAL = ("$and", "$or", "$not")
@@ -141,6 +147,42 @@ def _key(v: Any) -> tuple[str, Any] | None:
     if isinstance(v, str):
         return ("s", v)
     return None
+
+
+def filter_json_schema(ref: str) -> dict[str, Any]:
+    """The filter grammar :func:`validate_filter` takes, as JSON Schema (2020-12); ``ref`` is
+    where the schema itself is found (``#/components/schemas/MetadataFilter``), for ``$and``,
+    ``$or`` and ``$not``. Not expressed: the :data:`MAX_FILTER_TERMS` conditions in all."""
+    scalar = {"type": ["string", "number", "boolean", "null"]}
+    ordered = {"type": ["string", "number"]}
+    values = {"type": "array", "maxItems": MAX_IN_VALUES}
+    operators = {op: ordered if op in _RANGE else scalar for op in FILTER_OPERATORS}
+    operators |= {"$in": values, "$nin": values}
+    condition = {
+        "anyOf": [
+            scalar,
+            {
+                "type": "object",
+                "minProperties": 1,
+                "properties": operators,
+                "additionalProperties": False,
+            },
+        ]
+    }
+    return {
+        "type": "object",
+        "description": "metadata conditions: a field (not starting with $; a dotted name "
+        "reaches nested metadata) with a value (equality) or operators; $and, $or, $not; "
+        f"at most {MAX_FILTER_TERMS} conditions in all",
+        "minProperties": 1,
+        "properties": {
+            "$and": {"type": "array", "minItems": 1, "items": {"$ref": ref}},
+            "$or": {"type": "array", "minItems": 1, "items": {"$ref": ref}},
+            "$not": {"$ref": ref},
+        },
+        "patternProperties": {"^[^$]": condition},
+        "additionalProperties": False,
+    }
 
 
 # --------------------------------------------------------------------------- columns

@@ -1,10 +1,17 @@
 """``hopgraph mcp``: one index folder served to AI agents over the Model Context Protocol (stdio).
 
 Two read-only tools: ``search`` (the k best passages for a query, each with how it was reached)
-and ``get_passage`` (one passage by id). The index is loaded once at start; a retriever is built
-on first use for each (method, parameters) and kept. Nothing here writes to the index: additions
-and deletions go through ``hopgraph add``/``delete`` or the HTTP server (a restarted MCP server
-sees them).
+and ``get_passage`` (one passage by id). The index is loaded at start; a retriever is built on
+first use for each (method, parameters) and kept. Nothing here writes to the index: additions
+and deletions go through ``hopgraph add``/``delete`` or the HTTP server, and the server follows
+them as ``hopgraph serve`` does: a tool call that comes at least ``reload_interval`` seconds
+after the last check looks at the folder's manifest and, when another process has committed a
+new generation, serves it (only the deltas committed since are replayed) before answering.
+
+Without a method, searches use the default method, or on an index without its parts the best
+method the index has the parts for (:func:`~hopgraph.retrieve.base.default_choice`); the start
+line on stderr and the search tool's description say which, with the ``hopgraph add-parts``
+command that gives the full default.
 
 The tools' parameter descriptions name the index's methods, so the annotations are evaluated
 when the tools are made (no ``from __future__ import annotations`` here).
@@ -18,13 +25,13 @@ import math
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
-import numpy as np
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
@@ -34,15 +41,26 @@ from hopgraph import __version__
 from hopgraph.errors import HopgraphError
 from hopgraph.filters import FILTER_OPERATORS
 from hopgraph.index import Index
+from hopgraph.index.store import manifest_digest
 from hopgraph.jsonable import jsonable
 from hopgraph.retrieve import get_retriever, list_methods, method_class
-from hopgraph.retrieve.base import DEFAULT_METHOD, Retriever, method_parts
+from hopgraph.retrieve.base import (
+    DEFAULT_METHOD,
+    DefaultChoice,
+    Retriever,
+    default_choice,
+    is_default,
+    method_parts,
+)
 from hopgraph.retrieve.crowding import DEFAULT_MAX_PER_DOC
+from hopgraph.retrieve.ranking import why_text
 
 MAX_K = 100
 """Most hits one search returns (an agent's context is the limit, not the index)."""
 MAX_QUERY_CHARS = 2000
 """Longest query accepted, in characters."""
+RELOAD_INTERVAL = 1.0
+"""Least seconds between two looks for a generation committed by another process."""
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
@@ -73,6 +91,11 @@ class SearchResult(BaseModel):
         0,
         description="hits skipped because their document already had max_per_doc in the list",
     )
+    note: str = Field(
+        "",
+        description="why another method than the default ranked the hits (a partial index), "
+        "and the command that adds the default's parts; empty otherwise",
+    )
 
 
 class PassageResult(BaseModel):
@@ -86,25 +109,72 @@ class PassageResult(BaseModel):
 
 class IndexTools:
     """What the tools do, over one loaded index: searches with retrievers kept per (method,
-    parameters), and passages by id. ``method`` is used when a search names none; ``params``
-    are its parameters (other methods run with their defaults). Raises
+    parameters), and passages by id. ``method`` is used when a search names none (None: the
+    default, or the best method a partial index has the parts for); ``params`` are its
+    parameters (other methods run with their defaults). Raises
     :class:`~hopgraph.errors.ConfigError` at once for an unknown method or parameter, or a
-    method whose index parts are missing."""
+    method named explicitly whose index parts are missing. ``reload_interval`` > 0: follow the
+    generations other processes commit to the index's folder (0: never)."""
 
     def __init__(
-        self, index: Index, method: str | None = None, params: Mapping[str, Any] | None = None
+        self,
+        index: Index,
+        method: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        reload_interval: float = RELOAD_INTERVAL,
     ):
         self.index = index
-        self.method = method_class(method).name
+        self.requested = None if is_default(method) else method_class(method).name
         self.params = dict(params or {})
+        self.reload_interval = reload_interval
         self._retrievers: dict[tuple[str, tuple[tuple[str, str], ...]], Retriever] = {}
         self._lock = threading.Lock()
+        self._checked = time.monotonic()
+        self.choice: DefaultChoice = default_choice(index)
         self.retriever(None)  # check the method and its parameters now, not on the first call
+
+    @property
+    def method(self) -> str:
+        """The method of a search that names none."""
+        return self.requested or self.choice.method
+
+    def follow(self) -> bool:
+        """Serve the generation in the index's folder if another process committed one since
+        (looked at most every ``reload_interval`` seconds); True if it changed."""
+        path = self.index.path
+        if path is None or self.reload_interval <= 0:
+            return False
+        if time.monotonic() - self._checked < self.reload_interval:
+            return False
+        with self._lock:
+            self._checked = time.monotonic()
+            try:
+                digest = manifest_digest(path)
+            except OSError:  # the folder is being replaced this instant: next time
+                return False
+            if digest is None or digest == self.index.manifest_digest:
+                return False
+            self.index = self.index.reloaded()
+            self.choice = default_choice(self.index)
+            self._retrievers.clear()
+        print(
+            f"hopgraph mcp: generation {self.index.generation} of {path} ({len(self.index)} "
+            "passages)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return True
 
     def retriever(self, method: str | None) -> Retriever:
         """The retriever of ``method`` (None: the server's method; ``"default"``: hopgraph's
-        default method), built on first use."""
-        name = self.method if method is None else method_class(method).name
+        default method, or the best method a partial index has the parts for), built on first
+        use."""
+        if method is None:
+            name = self.method
+        elif is_default(method):
+            name = self.choice.method
+        else:
+            name = method_class(method).name
         params = self.params if name == self.method else {}
         key = (name, tuple(sorted((k, str(v)) for k, v in params.items())))
         with self._lock:  # one build per key (once); the searches run outside the lock
@@ -139,6 +209,7 @@ class IndexTools:
             raise ToolError(f"a query of {len(query)} characters; the limit is {MAX_QUERY_CHARS}")
         if isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise ToolError(f"k must be between 1 and {MAX_K}, got {k!r}")
+        self.follow()
         try:
             retriever = self.retriever(method)
             ranking = retriever.search(query, k, filter=filter, max_per_doc=max_per_doc)
@@ -159,13 +230,17 @@ class IndexTools:
                     score=score if math.isfinite(score) else None,
                     rank=rank,
                     metadata=jsonable(p.metadata),
-                    why=_why_line(why),
+                    why=why_text(why),
                 )
             )
         crowded = int(ranking.info.get("crowded_out", 0))
-        return SearchResult(query=query, method=retriever.name, k=k, hits=hits, crowded_out=crowded)
+        note = self.choice.note if retriever.name == self.choice.method else ""
+        return SearchResult(
+            query=query, method=retriever.name, k=k, hits=hits, crowded_out=crowded, note=note
+        )
 
     def get_passage(self, id: str) -> PassageResult:
+        self.follow()
         corpus = self.index.corpus
         if id not in corpus:
             raise ToolError(f"no passage with id {id!r} in this index (ids come from search hits)")
@@ -250,6 +325,8 @@ def _search_description(tools: IndexTools, others: list[str]) -> str:
         "",
         f"Method `{cls.name}`: {cls.summary}.",
     ]
+    if tools.requested is None and tools.choice.fell_back:
+        lines.append(f"(The index lacks the default's parts: {tools.choice.note}.)")
     if cls.name == DEFAULT_METHOD:
         lines.append(
             "It is multi-hop retrieval without an LLM: besides the passages that match the "
@@ -267,21 +344,6 @@ def _search_description(tools: IndexTools, others: list[str]) -> str:
         f"`method` picks another method: {', '.join(others) or 'none on this index'}.",
     ]
     return "\n".join(lines)
-
-
-def _why_line(why: Mapping[str, Any]) -> str:
-    """A hit's explanation on one line: its summary in words where the method gives one (the
-    default method), else its fields."""
-    summary = why.get("summary")
-    if isinstance(summary, str):
-        return summary
-    return ", ".join(f"{k}={_short_value(v)}" for k, v in why.items())
-
-
-def _short_value(v: Any) -> str:
-    if isinstance(v, float | np.floating):
-        return f"{float(v):.4g}"
-    return str(jsonable(v))
 
 
 @contextmanager
@@ -320,4 +382,6 @@ def run_stdio(
         file=sys.stderr,
         flush=True,
     )
+    if tools.requested is None and tools.choice.fell_back:
+        print(f"hopgraph mcp: {tools.choice.note}", file=sys.stderr, flush=True)
     anyio.run(server.run_stdio_async)

@@ -26,6 +26,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by th
     raise missing_extra("pyterrier", "pyterrier", "python-terrier") from exc
 
 _RESULT_COLUMNS = ["docno", "score", "rank"]
+_TEXT_COLUMNS = ["title", "text"]
 
 
 class HopgraphRetriever(pt.Transformer):
@@ -35,11 +36,14 @@ class HopgraphRetriever(pt.Transformer):
     ``method`` None is the default method; ``k`` and ``filter`` (hopgraph's metadata filter,
     e.g. ``{"year": {"$gte": 2020}}``) apply to every query and, being attributes, may be set
     by ``pt.GridSearch``; ``max_per_doc`` caps the hits of one document (None: hopgraph's
-    default, 0: no limit); every other keyword is a parameter of the method.
+    default, 0: no limit); ``text=False`` leaves out the ``title`` and ``text`` columns; every
+    other keyword is a parameter of the method.
 
     Input: a query frame (``qid``, ``query``, any other query columns). Output: per query row,
     its columns and ``docno`` (the passage id), ``score`` and ``rank`` (0-based, PyTerrier's
-    convention), best first; the queries are searched as one batch.
+    convention), ``title`` and ``text`` (title and text as one string, what hopgraph indexes:
+    what a PyTerrier re-ranker such as monoT5 reads), best first; the queries are searched as
+    one batch.
     """
 
     def __init__(
@@ -49,9 +53,11 @@ class HopgraphRetriever(pt.Transformer):
         k: int = 10,
         filter: dict[str, Any] | None = None,
         max_per_doc: int | None = None,
+        text: bool = True,
         **params: Any,
     ) -> None:
         self._searcher = Searcher(index, method, k, filter, params, max_per_doc)
+        self.text = bool(text)
         self.index = self._searcher.index
         self.method = self._searcher.method
         self.k = self._searcher.k
@@ -69,10 +75,16 @@ class HopgraphRetriever(pt.Transformer):
         queries = [str(q) for q in inp["query"]]
         rankings = self._searcher.rankings(queries, k=self.k, filter=self.filter)
         rows: list[dict[str, Any]] = []
+        corpus = self.index.corpus
         for record, ranking in zip(inp.to_dict(orient="records"), rankings, strict=True):
             for rank, (pid, score) in enumerate(zip(ranking.ids, ranking.scores, strict=True)):
-                rows.append({**record, "docno": pid, "score": score, "rank": rank})
-        out = pd.DataFrame(rows, columns=[*columns, *_RESULT_COLUMNS])
+                row = {**record, "docno": pid, "score": score, "rank": rank}
+                if self.text:
+                    p = corpus.get(pid)
+                    row.update(title=p.title, text=p.content)
+                rows.append(row)
+        result = [*_RESULT_COLUMNS, *(_TEXT_COLUMNS if self.text else [])]
+        out = pd.DataFrame(rows, columns=[*columns, *result])
         return out.astype({"docno": str, "score": "float64", "rank": "int64"})
 
     def __repr__(self) -> str:

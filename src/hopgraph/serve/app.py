@@ -45,6 +45,8 @@ from hopgraph.errors import (
     UpdateError,
 )
 from hopgraph.filters import validate_filter
+from hopgraph.index import Index
+from hopgraph.index.part import available_parts
 from hopgraph.jsonable import jsonable
 from hopgraph.retrieve import list_methods, method_class
 from hopgraph.retrieve.base import (
@@ -87,10 +89,11 @@ it answers 422 `missing_index_part`.
 
 Every error answers `{"error": {"type", "message", "details"}}` with a 4xx status:
 400 bad encoding or JSON, 404 unknown passage or path, 409 refused update (duplicate ids, would
-empty the index, a part that cannot be updated in place), 413 over a size limit (body, query
-length, batch size, passages per update), 415 a body that is not JSON, 422 invalid request
-(validation, unknown method or parameter, a method needing an index part the index lacks, k
-over max_k). `GET /info` lists the limits.
+empty the index, a part that cannot be updated in place), 413 a body over `max_body_bytes`,
+415 a body that is not JSON, 422 invalid request (validation, a field over its limit: query
+length, batch size, passages or ids per update, k over max_k; unknown method or parameter, a
+method needing an index part the index lacks). `GET /info` lists the limits; the OpenAPI
+document states them as `maxLength`, `maxItems` and `maximum`.
 """
 
 
@@ -99,9 +102,11 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         400: "body not valid UTF-8 or JSON",
         404: "unknown passage id",
         409: "update refused",
-        413: "over a size limit",
+        405: "the passage id `delete`: the path of `POST /passages/delete` (read that passage "
+        "by search)",
+        413: "body over max_body_bytes",
         415: "body not application/json",
-        422: "invalid request",
+        422: "invalid request (a field over its limit included)",
         503: "search over the time limit (max_search_seconds)",
         507: "no space left to commit the update (nothing changed)",
         500: "unexpected server error (logged)",
@@ -143,7 +148,13 @@ def create_app(index_dir: str, settings: Settings | None = None) -> FastAPI:
     app.state.served = served
     app.state.indexes = registry
     install_error_handlers(app)
-    install_openapi(app, settings)  # the token's security scheme, the limits
+    install_openapi(  # the token's security scheme, the limits, the choices
+        app,
+        settings,
+        methods=lambda: supported_methods(served.snapshot.index),
+        all_methods=supported_methods(None),
+        parts=available_parts(),
+    )
     app.add_middleware(HeadMiddleware)  # HEAD wherever GET is served
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if settings.token:  # added last: runs first, before any body is read
@@ -170,6 +181,20 @@ def create_app(index_dir: str, settings: Settings | None = None) -> FastAPI:
             responses={404: {"model": s.ErrorResponse, "description": "unknown index"}},
         )
     return app
+
+
+def supported_methods(index: Index | None) -> list[str]:
+    """The methods that run without parameters (``grapher_gat`` needs ``model``) on ``index``
+    (whose parts they need with their default parameters), or on an index with every part."""
+    out = []
+    for name in list_methods():
+        try:
+            parts = method_parts(name)
+        except ConfigError:
+            continue
+        if index is None or not index.missing(parts):
+            out.append(name)
+    return out
 
 
 def _router(
@@ -235,7 +260,7 @@ def _router(
     def _search_many(served: ServedIndex, req: s.BatchSearchRequest) -> dict[str, Any]:
         if len(req.queries) > settings.max_batch:
             raise ApiError(
-                413,
+                422,
                 "too_many_queries",
                 f"{len(req.queries)} queries in one batch; the limit is {settings.max_batch}",
             )
@@ -266,7 +291,7 @@ def _router(
     def add_passages(req: s.AddRequest, served: ServedIndex = index_of) -> dict[str, Any]:
         if len(req.passages) > settings.max_add:
             raise ApiError(
-                413,
+                422,
                 "too_many_passages",
                 f"{len(req.passages)} passages in one request; the limit is {settings.max_add}",
             )
@@ -284,25 +309,25 @@ def _router(
     def delete_passages(req: s.DeleteRequest, served: ServedIndex = index_of) -> dict[str, Any]:
         if len(req.ids) > settings.max_delete:
             raise ApiError(
-                413,
+                422,
                 "too_many_ids",
                 f"{len(req.ids)} ids in one request; the limit is {settings.max_delete}",
             )
         return _update(served, delete=list(dict.fromkeys(req.ids)))
 
     @router.delete(
-        "/passages/{passage_id:path}",
+        "/passages/{passage_id:passage_id}",
         response_model=s.UpdateResponse,
-        responses=UPDATE_ERRORS,
+        responses={**UPDATE_ERRORS, **_errors(405)},
         summary="Delete one passage",
     )
     def delete_passage(passage_id: str, served: ServedIndex = index_of) -> dict[str, Any]:
         return _update(served, delete=[passage_id])
 
     @router.get(
-        "/passages/{passage_id:path}",
+        "/passages/{passage_id:passage_id}",
         response_model=s.Passage,
-        responses=_errors(404, 422),
+        responses=_errors(404, 405, 422),
         summary="Get one passage",
     )
     def get_passage(passage_id: str, served: ServedIndex = index_of) -> dict[str, Any]:
@@ -347,7 +372,7 @@ def _check_queries(queries: list[str], settings: Settings, loc: list[Any]) -> No
         if len(q) > settings.max_query_chars:
             where = loc if len(queries) == 1 and loc[-1] == "query" else [*loc, i]
             raise ApiError(
-                413,
+                422,
                 "query_too_long",
                 f"a query of {len(q)} characters; the limit is {settings.max_query_chars}",
                 [{"loc": where, "msg": "query too long", "type": "query_too_long"}],

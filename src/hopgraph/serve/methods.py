@@ -5,17 +5,42 @@ Routes are matched per (path, method): a path served by several routes (``GET`` 
 routes take no ``HEAD``. :func:`allowed_methods` asks every route of the application which
 methods it serves for a path (through the routes' own matching, so it sees what requests
 see); :class:`HeadMiddleware` answers ``HEAD`` as ``GET`` without the body (RFC 9110 §9.3.2).
+
+A concrete path wins over a template that would also match it, as OpenAPI's path matching
+says: ``/passages/delete`` is the path of ``POST /passages/delete`` only, not also the passage
+``delete`` of ``GET``/``DELETE /passages/{passage_id}`` (the ``passage_id`` convertor leaves
+that one word out), so its 405 lists ``POST`` alone, as the schema does. A passage whose id is
+``delete`` is reached by search, ``POST /passages/delete`` and the library.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # in the order an Allow header lists them; HEAD is added wherever GET is served
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
+RESERVED_PASSAGE_IDS = ("delete",)
+"""Last path segments that name a concrete route beside ``/passages/{passage_id}``."""
+
+
+class PassageIdConvertor(Convertor[str]):
+    """``{passage_id:passage_id}``: the rest of the path (slashes included, as ``path``), but
+    not a word of :data:`RESERVED_PASSAGE_IDS` (their concrete routes win)."""
+
+    regex = "(?!(?:" + "|".join(RESERVED_PASSAGE_IDS) + ")$).*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("passage_id", PassageIdConvertor())
 
 
 def serves(app: Any, path: str, method: str, root_path: str = "") -> bool:

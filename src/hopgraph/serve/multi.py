@@ -294,9 +294,9 @@ def indexes_router(registry: IndexRegistry) -> APIRouter:
         responses=_errors(
             e400="body not valid UTF-8 or JSON",
             e409="the name is taken, max_indexes reached, duplicate ids, or a reader",
-            e413="over a size limit (body, max_create)",
+            e413="body over max_body_bytes",
             e415="body not application/json",
-            e422="invalid request (the name, a passage, the parts)",
+            e422="invalid request (the name, a passage, the parts, over max_create)",
             e507="no space left to write the index (nothing changed)",
         ),
         summary="Create a named index",
@@ -307,7 +307,7 @@ def indexes_router(registry: IndexRegistry) -> APIRouter:
     def create_index(req: CreateIndexRequest) -> dict[str, Any]:  # sync: a worker thread
         if len(req.passages) > settings.max_create:
             raise ApiError(
-                413,
+                422,
                 "too_many_passages",
                 f"{len(req.passages)} passages in one request; the limit is "
                 f"{settings.max_create} (max_create): create the index with fewer, then add "

@@ -6,16 +6,25 @@ scheme on every operation that needs it (the writes, every operation but ``GET /
 ``protect_reads``; :mod:`hopgraph.serve.auth` decides, as for requests) and their 401 answer;
 without one, the description says so. The request limits (``max_k``, ``max_query_chars``,
 ``max_batch``, ``max_add``, ``max_delete``, ``max_create``) become ``maximum``, ``maxLength`` and
-``maxItems`` on the fields they bound.
+``maxItems`` on the fields they bound. What the served indexes hold: ``method`` lists the methods
+whose parts the served index has (``/search``; any method under ``/indexes/NAME/``, whose
+indexes each have their own parts), ``parts`` the parts an index can be built with; the
+metadata filter's grammar is ``MetadataFilter``. A method's ``params`` are checked per method
+(``GET /info`` lists them) and stay a free object here.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI
 
+from hopgraph.filters import filter_json_schema
 from hopgraph.serve.auth import OPEN_ALWAYS, is_write
+from hopgraph.serve.methods import RESERVED_PASSAGE_IDS
+from hopgraph.serve.schemas import FILTER_REF
 from hopgraph.serve.settings import Settings
 
 SCHEME = "bearerToken"
@@ -58,8 +67,16 @@ def needs_token(method: str, path: str, settings: Settings) -> bool:
     return settings.protect_reads or is_write(method, path)
 
 
-def describe(schema: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    """``schema`` (FastAPI's document) with the server's token and limits."""
+def describe(
+    schema: dict[str, Any],
+    settings: Settings,
+    methods: Sequence[str] = (),
+    all_methods: Sequence[str] = (),
+    parts: Sequence[str] = (),
+) -> dict[str, Any]:
+    """``schema`` (FastAPI's document) with the server's token and limits; ``methods`` (those
+    the served index supports), ``all_methods`` and ``parts`` (the part names) become enums
+    where given."""
     info = schema.setdefault("info", {})
     text = info.get("description", "") + HEAD_NOTE
     if settings.token:
@@ -79,8 +96,53 @@ def describe(schema: dict[str, Any], settings: Settings) -> dict[str, Any]:
     else:
         text += WITHOUT_TOKEN
     info["description"] = text
-    _limits(schema.get("components", {}).get("schemas", {}), settings)
+    models = schema.setdefault("components", {}).setdefault("schemas", {})
+    _limits(models, settings)
+    models["MetadataFilter"] = filter_json_schema(FILTER_REF)
+    _choices(schema, methods, all_methods, parts)
     return schema
+
+
+NAMED = "/indexes/{name}/"
+
+
+def _choices(
+    schema: dict[str, Any], methods: Sequence[str], all_methods: Sequence[str], parts: Sequence[str]
+) -> None:
+    """Enums for ``method`` (per route: the served index's methods, or any method on a named
+    index, under a ``Named...`` copy of the request), ``parts``, and the passage ids the
+    concrete routes take."""
+    models = schema["components"]["schemas"]
+    for name in ("SearchRequest", "BatchSearchRequest"):
+        if name not in models:
+            continue
+        if all_methods:
+            named = copy.deepcopy(models[name])
+            named["title"] = f"Named{name}"
+            named["properties"]["method"]["enum"] = ["default", *all_methods]
+            models[f"Named{name}"] = named
+            for path, operations in schema.get("paths", {}).items():
+                if path.startswith(NAMED):
+                    _repoint(operations, name, f"Named{name}")
+        if methods:
+            models[name]["properties"]["method"]["enum"] = ["default", *methods]
+    choice = models.get("CreateIndexRequest", {}).get("properties", {}).get("parts", {})
+    for branch in choice.get("anyOf", []):
+        if branch.get("type") == "array" and parts:
+            branch["minItems"] = 1
+            branch["items"] = {"type": "string", "enum": list(parts)}
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                if parameter.get("name") == "passage_id":
+                    parameter["schema"]["not"] = {"enum": list(RESERVED_PASSAGE_IDS)}
+
+
+def _repoint(operations: dict[str, Any], old: str, new: str) -> None:
+    for operation in operations.values():
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json", {})
+        if body.get("schema", {}).get("$ref") == f"#/components/schemas/{old}":
+            body["schema"] = {"$ref": f"#/components/schemas/{new}"}
 
 
 def _limits(models: dict[str, Any], settings: Settings) -> None:
@@ -104,12 +166,20 @@ def _limits(models: dict[str, Any], settings: Settings) -> None:
             items["maxItems"] = limit
 
 
-def install_openapi(app: FastAPI, settings: Settings) -> None:
-    """Make ``app`` answer ``/openapi.json`` with :func:`describe`'s document."""
+def install_openapi(
+    app: FastAPI,
+    settings: Settings,
+    methods: Callable[[], Sequence[str]] = tuple,
+    all_methods: Sequence[str] = (),
+    parts: Sequence[str] = (),
+) -> None:
+    """Make ``app`` answer ``/openapi.json`` with :func:`describe`'s document; ``methods()``
+    says, at each request, which methods the served index supports (its parts may grow)."""
+    base: dict[str, Any] = {}
 
     def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            app.openapi_schema = describe(FastAPI.openapi(app), settings)
-        return app.openapi_schema
+        if not base:
+            base.update(FastAPI.openapi(app))
+        return describe(copy.deepcopy(base), settings, methods(), all_methods, parts)
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -21,6 +21,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    WithJsonSchema,
 )
 
 from hopgraph.retrieve.crowding import DEFAULT_MAX_PER_DOC
@@ -31,6 +32,7 @@ ParamValue = Annotated[
 ]
 
 
+FILTER_REF = "#/components/schemas/MetadataFilter"  # added by hopgraph.serve.openapi
 NOT_BLANK = r"\S"  # a character that is not whitespace, somewhere (JSON Schema: unanchored)
 _NOT_BLANK = re.compile(NOT_BLANK)
 
@@ -78,7 +80,10 @@ class SearchOptions(Strict):
     params: dict[str, ParamValue] = Field(
         default_factory=dict, description='method parameters, e.g. {"k_rrf": 30}'
     )
-    filter: dict[str, Any] | None = Field(
+    filter: Annotated[
+        dict[str, Any] | None,
+        WithJsonSchema({"anyOf": [{"$ref": FILTER_REF}, {"type": "null"}]}),
+    ] = Field(
         None,
         description='only passages whose metadata match, e.g. {"year": {"$gte": 2020}, '
         '"lang": {"$in": ["en", "de"]}}: operators $eq $ne $in $nin $gt $gte $lt $lte on '

@@ -20,7 +20,7 @@ MULTI_LIMITS = frozenset({"max_indexes", "max_create"})  # limits of named index
 class Settings:
     """Limits of one server. Every request beyond a limit is refused with a 4xx answer."""
 
-    max_query_chars: int = 2000  # characters per query (413 beyond)
+    max_query_chars: int = 2000  # characters per query (422 beyond)
     max_body_bytes: int = 10 * 1024 * 1024  # request body (413 beyond)
     max_k: int = 1000  # passages per ranking (422 beyond)
     max_batch: int = 64  # queries per /search/batch request (413 beyond)
