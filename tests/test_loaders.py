@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from hopgraph.corpus import Corpus, Dataset, load_corpus, load_dataset
+from hopgraph.corpus import Corpus, Dataset, iter_corpus, load_corpus, load_dataset
 from hopgraph.corpus.loaders import FORMATS, detect_format
 from hopgraph.errors import ConfigError, CorpusError
 
@@ -868,3 +868,48 @@ def test_passages_jsonl_is_read_with_its_metadata(tmp_path):
     path.write_text('{"id": "a", "text": "Alpha."}\n{"id": "b", "text": ""}\n')
     with pytest.raises(CorpusError, match=r"new.jsonl:2"):
         load_corpus(path)
+
+
+def test_skip_bad_skips_and_counts_empty_and_non_utf8_passages(tmp_path):
+    """Without skip_bad the first bad line stops the read (naming it); with it, the empty and
+    not-UTF-8 passages are left out and counted by file and line, and the rest is read."""
+    from hopgraph.corpus import SkippedPassages
+
+    lines = [
+        b'{"id": "a", "title": "A", "text": "alpha"}',
+        b'{"id": "b", "title": "B", "text": "   "}',
+        b'{"id": "c", "title": "C", "text": "caf\xe9 latin-1"}',
+        b'{"id": "d", "title": "D", "text": "delta"}',
+        b'{"id": "e", "text": ""}',
+    ]
+    path = tmp_path / "dump.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(CorpusError, match=r"dump.jsonl:2.*empty text"):
+        list(iter_corpus(path))
+    skipped = SkippedPassages()
+    assert [p.id for p in iter_corpus(path, skip_bad=skipped)] == ["a", "d"]
+    assert skipped.counts == {"empty_text": 2, "not_utf8": 1}
+    assert skipped.places["empty_text"] == [f"{path}:2", f"{path}:5"]
+    assert skipped.places["not_utf8"] == [f"{path}:3"]
+    assert skipped.total == 3
+    assert "skipped 2 passages whose text is empty" in skipped.describe()
+    assert skipped.to_dict()["not_utf8"]["count"] == 1
+
+    folder = tmp_path / "unified"
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_bytes(
+        b'{"idx": 1, "title": "T", "text": ""}\n{"idx": 2, "title": "U", "text": "ok"}\n'
+    )
+    (folder / "questions.jsonl").write_text("")
+    again = SkippedPassages()
+    assert [p.id for p in load_corpus(folder, skip_bad=again)] == ["2"]
+    assert again.counts == {"empty_text": 1}
+
+    other = tmp_path / "other.jsonl"  # a bad record of another kind still stops
+    other.write_text('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n')
+    with pytest.raises(CorpusError, match="duplicate"):
+        list(iter_corpus(other, skip_bad=SkippedPassages()))
+    hotpot = tmp_path / "hotpot.json"
+    hotpot.write_text("[]")
+    with pytest.raises(ConfigError, match="JSONL corpora"):
+        load_corpus(hotpot, fmt="hotpotqa", skip_bad=SkippedPassages())

@@ -34,7 +34,10 @@ A folder's ``corpus.jsonl`` is told by its first line: ``idx`` for unified, ``_i
 first).
 
 Every problem with the data raises :class:`~hopgraph.errors.CorpusError` naming the file and,
-where there is one, the 1-based line.
+where there is one, the 1-based line. With ``skip_bad`` (a :class:`SkippedPassages`), the JSONL
+corpora (``unified``, ``beir``, ``passages``) skip a line that is not UTF-8 and a passage whose
+text is empty instead, counting them by file and line there (``hopgraph index --skip-bad``,
+for large dumps); every other problem still stops.
 
 This module holds the entry points and the dispatch on the format; the readers are its
 submodules: :mod:`~hopgraph.corpus.loaders.detect` (``fmt="auto"``),
@@ -61,8 +64,8 @@ from hopgraph.corpus.loaders.multihop import (
     _hipporag_corpus,
     _musique,
 )
+from hopgraph.corpus.loaders.records import SkippedPassages, _load_json_list, _need_dir, _need_file
 from hopgraph.corpus.loaders.records import _id_value as _id_value
-from hopgraph.corpus.loaders.records import _load_json_list, _need_dir, _need_file
 from hopgraph.corpus.loaders.records import _require as _require
 from hopgraph.corpus.loaders.records import _require_dict as _require_dict
 from hopgraph.corpus.loaders.records import _str_value as _str_value
@@ -76,9 +79,19 @@ from hopgraph.corpus.loaders.unified import (
 )
 from hopgraph.corpus.loaders.unified import unified_questions_file as unified_questions_file
 from hopgraph.corpus.passage import Corpus, Dataset, Passage
-from hopgraph.errors import CorpusError
+from hopgraph.errors import ConfigError, CorpusError
 
-__all__ = ["FORMATS", "detect_format", "iter_corpus", "load_corpus", "load_dataset"]
+__all__ = [
+    "FORMATS",
+    "SkippedPassages",
+    "detect_format",
+    "iter_corpus",
+    "load_corpus",
+    "load_dataset",
+]
+SKIPPING_FORMATS = ("unified", "beir", "passages", "text")
+"""The formats ``skip_bad`` applies to (a folder of documents always skips and reports the
+documents it cannot read)."""
 
 # The record helpers and unified_questions_file are re-exported (``as``) for
 # hopgraph.corpus.convert, which imports them from this package.
@@ -109,6 +122,14 @@ def _check_chunk_words(chunk_words: int | None) -> None:
         raise ValueError(f"chunk_words must be a positive integer, got {chunk_words!r}")
 
 
+def _check_skip(kind: str, skip_bad: SkippedPassages | None, path: Path) -> None:
+    if skip_bad is not None and kind not in SKIPPING_FORMATS:
+        raise ConfigError(
+            f"skipping bad passages works on the JSONL corpora (unified, beir, passages); "
+            f"{path} is {kind}, read whole: fix the file, or convert it with `hopgraph convert`"
+        )
+
+
 def _make_corpus(passages: list[Passage], source: Path) -> Corpus:
     return Corpus(passages, source=source)
 
@@ -119,6 +140,7 @@ def load_corpus(
     chunk_words: int | None = None,
     fmt: str = "auto",
     report: dict[str, Any] | None = None,
+    skip_bad: SkippedPassages | None = None,
 ) -> Corpus:
     """Load the passages at ``path`` (a file or folder in one of :data:`FORMATS`).
 
@@ -126,18 +148,20 @@ def load_corpus(
     longer than that many words is split by :func:`chunk_document` (overlap
     ``chunk_words // 5``); a ``text`` folder is always chunked (200 words by default).
     ``report``: a dict filled, for a folder of documents, with what reading it did and left
-    out (:func:`hopgraph.corpus.documents.folder.new_report`).
+    out (:func:`hopgraph.corpus.documents.folder.new_report`). ``skip_bad``: skip (and count
+    there) the lines that are not UTF-8 and the passages with empty text of a JSONL corpus.
     Raises :class:`CorpusError` for missing or malformed data, naming file and line.
     """
     _check_chunk_words(chunk_words)
     p = _resolve(path)
     kind, data = _format_of(p, fmt)
+    _check_skip(kind, skip_bad, p)
     if kind == "unified":
         _need_dir(p, kind)
-        passages = list(_unified_corpus(p))
+        passages = list(_unified_corpus(p, skip_bad))
     elif kind == "beir":
         _need_dir(p, kind)
-        passages = _beir_corpus(p)
+        passages = _beir_corpus(p, skip_bad)
     elif kind in ("hotpotqa", "2wiki"):
         passages, _ = _context_corpus(p, _load_json_list(p, data), kind)
     elif kind == "musique":
@@ -145,7 +169,7 @@ def load_corpus(
     elif kind == "hipporag":
         passages = _hipporag_corpus(p)
     elif kind == "passages":
-        passages = list(_passages_file(_passages_path(p)))
+        passages = list(_passages_file(_passages_path(p), skip_bad))
     else:  # text: documents, chunked as they are read
         return _make_corpus(list(folder_passages(p, chunk_words, report)), p)
     if not passages:
@@ -161,8 +185,9 @@ def iter_corpus(
     chunk_words: int | None = None,
     fmt: str = "auto",
     report: dict[str, Any] | None = None,
+    skip_bad: SkippedPassages | None = None,
 ) -> Iterator[Passage]:
-    """The passages :func:`load_corpus` would give, one at a time.
+    """The passages :func:`load_corpus` would give, one at a time (``skip_bad`` as there).
 
     The JSONL formats (``unified``, ``beir``'s corpus, ``passages``) are read line by line, so
     a corpus of any size streams in bounded memory (only the ids are kept, to refuse
@@ -173,15 +198,16 @@ def iter_corpus(
     _check_chunk_words(chunk_words)
     p = _resolve(path)
     kind, _ = _format_of(p, fmt)
+    _check_skip(kind, skip_bad, p)
     if kind == "unified":
         _need_dir(p, kind)
-        passages: Iterable[Passage] = _unified_corpus(p)
+        passages: Iterable[Passage] = _unified_corpus(p, skip_bad)
     elif kind == "passages":
-        passages = _passages_file(_passages_path(p))
+        passages = _passages_file(_passages_path(p), skip_bad)
     elif kind == "text":
         passages = folder_passages(p, chunk_words, report)  # chunked as they are read
     else:
-        yield from load_corpus(p, chunk_words=chunk_words, fmt=fmt)
+        yield from load_corpus(p, chunk_words=chunk_words, fmt=fmt, skip_bad=skip_bad)
         return
     if chunk_words is not None and kind != "text":
         passages = _chunk_all(passages, chunk_words)

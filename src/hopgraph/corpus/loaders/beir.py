@@ -8,10 +8,12 @@ from typing import Any
 from hopgraph.corpus.documents import decode_utf8 as _decode
 from hopgraph.corpus.documents import read_bytes as _read_bytes
 from hopgraph.corpus.loaders.records import (
+    SkippedPassages,
     _id_value,
     _iter_jsonl,
     _need_file,
     _require,
+    _skipped_empty,
     _str_value,
     _Where,
 )
@@ -21,15 +23,17 @@ from hopgraph.errors import CorpusError
 # --------------------------------------------------------------------------- BEIR
 
 
-def _beir_corpus(folder: Path) -> list[Passage]:
+def _beir_corpus(folder: Path, skip_bad: SkippedPassages | None = None) -> list[Passage]:
     path = _need_file(folder, "corpus.jsonl")
     passages: list[Passage] = []
     seen: dict[str, int] = {}
-    for lineno, rec in _iter_jsonl(path):
+    for lineno, rec in _iter_jsonl(path, skip_bad):
         where = _Where(path, lineno)
         pid = _id_value(_require(rec, "_id", where), "_id", where)
         title = rec.get("title") or ""
         title = _str_value(title, "title", where)
+        if _skipped_empty(_require(rec, "text", where), where, skip_bad):
+            continue
         text = _str_value(_require(rec, "text", where), "text", where, nonempty=True)
         if pid in seen:
             raise where.error(f"duplicate _id {pid!r} (first on line {seen[pid]})")

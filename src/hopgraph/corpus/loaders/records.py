@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,50 @@ from hopgraph.corpus.documents import decode_utf8 as _decode
 from hopgraph.corpus.documents import read_bytes as _read_bytes
 from hopgraph.corpus.documents import read_error as _read_error
 from hopgraph.errors import CorpusError
+
+# --------------------------------------------------------------------------- skipping
+
+SKIP_REASONS = {
+    "not_utf8": "lines that are not valid UTF-8",
+    "empty_text": "passages whose text is empty or whitespace",
+}
+MAX_SKIP_PLACES = 20
+"""The first places (file:line) of each reason a :class:`SkippedPassages` keeps."""
+
+
+@dataclass
+class SkippedPassages:
+    """What ``skip_bad`` left out of a JSONL corpus instead of stopping: per reason (a key of
+    :data:`SKIP_REASONS`) how many, and where the first :data:`MAX_SKIP_PLACES` were."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    places: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, reason: str, path: Path, line: int | None) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+        where = self.places.setdefault(reason, [])
+        if len(where) < MAX_SKIP_PLACES:
+            where.append(f"{path}:{line}" if line is not None else str(path))
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            reason: {"count": n, "what": SKIP_REASONS[reason], "first": self.places[reason]}
+            for reason, n in self.counts.items()
+        }
+
+    def describe(self) -> str:
+        """One line per reason: how many, and the first places."""
+        lines = []
+        for reason, n in self.counts.items():
+            shown = self.places[reason]
+            more = f" and {n - len(shown)} more" if n > len(shown) else ""
+            lines.append(f"skipped {n} {SKIP_REASONS[reason]}: {', '.join(shown)}{more}")
+        return "\n".join(lines)
+
 
 # --------------------------------------------------------------------------- reading
 
@@ -33,10 +78,13 @@ def _json_type(value: object) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _iter_jsonl(
+    path: Path, skip_bad: SkippedPassages | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, object)`` for each non-blank line of a JSONL file, reading it line
     by line (a corpus of a million passages is never held whole). A leading BOM is dropped; an
-    invalid UTF-8 byte names its line and column."""
+    invalid UTF-8 byte names its line and column (with ``skip_bad``: the line is skipped and
+    counted there)."""
     loads = json.loads
     try:
         f = path.open("rb")
@@ -48,6 +96,9 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 line = raw[skip:].decode("utf-8")
             except UnicodeDecodeError as e:
+                if skip_bad is not None:
+                    skip_bad.add("not_utf8", path, lineno)
+                    continue
                 col = e.start + skip + 1  # counted from the line's first byte, BOM included
                 raise CorpusError(
                     f"not valid UTF-8 (byte 0x{raw[e.start + skip]:02x} at column {col})",
@@ -134,6 +185,14 @@ def _id_value(value: Any, key: str, where: _Where) -> str:
     if not s.strip():
         raise where.error(f"field {key!r} is empty")
     return s
+
+
+def _skipped_empty(value: Any, where: _Where, skip_bad: SkippedPassages | None) -> bool:
+    """Whether a passage whose ``text`` is ``value`` is skipped (and counted) as empty."""
+    if skip_bad is None or not isinstance(value, str) or value.strip():
+        return False
+    skip_bad.add("empty_text", where.path, where.line)
+    return True
 
 
 def _str_value(value: Any, key: str, where: _Where, *, nonempty: bool = False) -> str:

@@ -9,12 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hopgraph.corpus.loaders.records import (
+    SkippedPassages,
     _answers,
     _id_value,
     _iter_jsonl,
     _json_type,
     _need_file,
     _require,
+    _skipped_empty,
     _str_value,
     _Where,
 )
@@ -24,13 +26,15 @@ from hopgraph.errors import ConfigError, CorpusError
 # --------------------------------------------------------------------------- unified
 
 
-def _unified_corpus(folder: Path) -> Iterator[Passage]:
+def _unified_corpus(folder: Path, skip_bad: SkippedPassages | None = None) -> Iterator[Passage]:
     path = _need_file(folder, "corpus.jsonl")
     seen: dict[str, int] = {}
-    for lineno, rec in _iter_jsonl(path):
+    for lineno, rec in _iter_jsonl(path, skip_bad):
         where = _Where(path, lineno)
         pid = _id_value(_require(rec, "idx", where), "idx", where)
         title = _str_value(_require(rec, "title", where), "title", where)
+        if _skipped_empty(_require(rec, "text", where), where, skip_bad):
+            continue
         text = _str_value(_require(rec, "text", where), "text", where, nonempty=True)
         if pid in seen:
             raise where.error(f"duplicate idx {pid} (first on line {seen[pid]})")
@@ -44,15 +48,17 @@ def _passages_path(path: Path) -> Path:
     return _need_file(path, "corpus.jsonl") if path.is_dir() else path
 
 
-def _passages_file(path: Path) -> Iterator[Passage]:
+def _passages_file(path: Path, skip_bad: SkippedPassages | None = None) -> Iterator[Passage]:
     """A .jsonl of passages: ``id`` (or ``idx``), ``text``, optional ``title`` and ``metadata``
     (other fields go to the metadata too)."""
     seen: dict[str, int] = {}
-    for lineno, rec in _iter_jsonl(path):
+    for lineno, rec in _iter_jsonl(path, skip_bad):
         where = _Where(path, lineno)
         key = "id" if "id" in rec else "idx"
         pid = _id_value(_require(rec, key, where), key, where)
         title = _str_value(rec.get("title", ""), "title", where)
+        if _skipped_empty(_require(rec, "text", where), where, skip_bad):
+            continue
         text = _str_value(_require(rec, "text", where), "text", where, nonempty=True)
         if pid in seen:
             raise where.error(f"duplicate {key} {pid} (first on line {seen[pid]})")
