@@ -32,7 +32,6 @@ from hopgraph.index.part import (
     ReplayStep,
     load_records,
     merge_records,
-    register_part,
     save_records,
     stack_records,
 )
@@ -71,7 +70,6 @@ class EntityOptions:
         in_unit_interval("max_entity_df_ratio", self.max_entity_df_ratio)
 
 
-@register_part
 class EntityPart(IndexPart):
     name = "entities"
     Options = EntityOptions

@@ -65,17 +65,25 @@ from hopgraph.index.manifest import (
     read_manifest,
     verify_files,
 )
-from hopgraph.index.part import (
-    Change,
-    IndexPart,
-    ReplayStep,
+from hopgraph.index.part import Change, IndexPart, ReplayStep, load_payload, save_payload
+from hopgraph.index.registry import (
+    PartOptions,
     available_parts,
-    load_payload,
+    dependency_order,
     part_class,
-    save_payload,
+    split_part_options,
 )
 
-PartOptions = dict[str, dict[str, Any]]
+__all__ = [  # what was defined here before the registry held it stays importable from here
+    "Delta",
+    "DeltaPolicy",
+    "Index",
+    "PartOptions",
+    "dependency_order",
+    "manifest_digest",
+    "missing_parts_message",
+    "split_part_options",
+]
 PASSAGES = "passages.jsonl"
 OFFSETS = "passages.offsets.npy"
 IDS = "passages.ids.json"
@@ -107,17 +115,6 @@ class DeltaPolicy:
     def compacts(self, deltas: Sequence[Delta], passages: int) -> bool:
         rows = sum(len(d.add) + len(d.delete) for d in deltas)
         return len(deltas) > self.max_deltas or rows > max(self.max_share * passages, self.min_rows)
-
-
-def split_part_options(flat: dict[str, Any]) -> PartOptions:
-    """``{"dense.hnsw": "true"}`` → ``{"dense": {"hnsw": "true"}}`` (CLI ``--set`` values)."""
-    out: PartOptions = {}
-    for key, value in flat.items():
-        part, dot, opt = key.partition(".")
-        if not dot or not opt:
-            raise ConfigError(f"index options are written part.option=value, got {key!r}")
-        out.setdefault(part, {})[opt] = value
-    return out
 
 
 class Index:
@@ -724,26 +721,6 @@ def manifest_digest(root: Path) -> str | None:
         return hashlib.sha256((Path(root) / MANIFEST).read_bytes()).hexdigest()
     except OSError:
         return None
-
-
-def dependency_order(names: list[str], options: PartOptions) -> list[str]:
-    """``names`` and the parts they are built from, each after its dependencies."""
-    order: list[str] = []
-
-    def visit(name: str, path: tuple[str, ...]) -> None:
-        if name in order:
-            return
-        if name in path:
-            raise ConfigError(f"index parts depend on each other in a cycle: {[*path, name]}")
-        cls = part_class(name)
-        opts = make_options(cls.Options, options.get(name), what=f"part {name!r}")
-        for dep in cls.requires_for(opts):
-            visit(dep, (*path, name))
-        order.append(name)
-
-    for name in names:
-        visit(name, ())
-    return order
 
 
 def _read_passages(root: Path) -> FileCorpus:

@@ -49,8 +49,8 @@ from hopgraph.corpus.documents.folder import describe_report, new_report
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
 from hopgraph.errors import CorpusError, HopgraphError, OutputExistsError
 from hopgraph.index.manifest import MANIFEST
-from hopgraph.index.part import part_class
-from hopgraph.index.store import Index, PartOptions, dependency_order
+from hopgraph.index.registry import PartOptions, dependency_order, part_class
+from hopgraph.index.store import Index
 
 DEFAULT_BATCH = 5_000  # a bar update every minute or so at encoder speed
 PLAN_VERSION = 1
