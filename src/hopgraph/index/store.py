@@ -57,6 +57,7 @@ from hopgraph.errors import (
     UpdateError,
 )
 from hopgraph.gc_pause import gc_paused
+from hopgraph.index.default_build import default_build
 from hopgraph.index.manifest import (
     FORMAT,
     FORMAT_VERSION,
@@ -168,8 +169,6 @@ class Index:
         """
         index = cls(corpus)
         if parts is None:
-            from hopgraph.defaults import default_build
-
             parts, options, index.detected = default_build(corpus, options)
         index.add_parts(parts, options, progress=progress)
         return index

@@ -48,6 +48,8 @@ from hopgraph.corpus import Corpus, iter_corpus
 from hopgraph.corpus.documents.folder import describe_report, new_report
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
 from hopgraph.errors import CorpusError, HopgraphError, OutputExistsError
+from hopgraph.index.default_build import DEFAULT_PARTS, detected_options
+from hopgraph.index.detect import describe_detected
 from hopgraph.index.manifest import MANIFEST
 from hopgraph.index.registry import PartOptions, dependency_order, part_class
 from hopgraph.index.store import Index
@@ -115,7 +117,6 @@ def build_index(
     may resume on another engine.
     """
     from hopgraph import __version__
-    from hopgraph.defaults import DEFAULT_PARTS, describe_detected, detected_options
 
     say = log or (lambda _line: None)
     if batch_size <= 0:
