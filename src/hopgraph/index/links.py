@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import CorpusError, NotUpdatableError
-from hopgraph.index.entities import title_alias_map
+from hopgraph.index.aliases import title_alias_map
 from hopgraph.index.part import Change, IndexPart, stack_records
 from hopgraph.text.ner import make_extractor, normalize_entity, strip_disambiguator
 
