@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from hopgraph.index.default_build import DEFAULT_PARTS, default_build, detected_options
 from hopgraph.index.detect import describe_detected
-from hopgraph.retrieve.base import DEFAULT_ALIAS, DEFAULT_METHOD
+from hopgraph.retrieve.registry import DEFAULT_ALIAS, DEFAULT_METHOD
 
 __all__ = [
     "DEFAULT_ALIAS",

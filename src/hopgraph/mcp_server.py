@@ -35,9 +35,15 @@ from hopgraph.errors import HopgraphError
 from hopgraph.filters import FILTER_OPERATORS
 from hopgraph.index import Index
 from hopgraph.jsonable import jsonable
-from hopgraph.retrieve import get_retriever, list_methods, method_class
-from hopgraph.retrieve.base import DEFAULT_METHOD, Retriever, method_parts
 from hopgraph.retrieve.crowding import DEFAULT_MAX_PER_DOC
+from hopgraph.retrieve.registry import (
+    DEFAULT_METHOD,
+    Retriever,
+    get_retriever,
+    list_methods,
+    method_class,
+    method_parts,
+)
 
 MAX_K = 100
 """Most hits one search returns (an agent's context is the limit, not the index)."""
