@@ -173,7 +173,7 @@ def _commit_killed_at(path: str, step: int, add: list[Passage], delete: list[str
     """Child: load, update, commit a delta, SIGKILLed just before its ``step``-th filesystem
     operation (a folder made, a file synced, a rename, a file written)."""
     _own_locks()
-    import hopgraph.index.store as store
+    import hopgraph.index.folder as folder  # where commits write
 
     calls = {"n": 0}
 
@@ -188,7 +188,7 @@ def _commit_killed_at(path: str, step: int, add: list[Passage], delete: list[str
 
     index = Index.load(path).updated(add=add, delete=delete)
     for name in ("write_passages", "save_payload", "write_synced", "fsync_tree", "fsync_dir"):
-        setattr(store, name, counted(getattr(store, name)))
+        setattr(folder, name, counted(getattr(folder, name)))
     os.mkdir, os.rename, os.fsync = counted(os.mkdir), counted(os.rename), counted(os.fsync)
     index.save(path)
     os._exit(0)  # not killed: the commit has fewer steps than `step`

@@ -143,7 +143,7 @@ def test_the_policy_compacts_when_deltas_grow(setting, tmp_path):
 
 
 def test_a_commit_that_fails_midway_leaves_the_previous_generation(setting, tmp_path, monkeypatch):
-    import hopgraph.index.store as store
+    import hopgraph.index.folder as folder  # where commits write
 
     corpus, queries = setting
     path = tmp_path / "ix"
@@ -154,7 +154,7 @@ def test_a_commit_that_fails_midway_leaves_the_previous_generation(setting, tmp_
     def boom(folder, payload):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(store, "save_payload", boom)
+    monkeypatch.setattr(folder, "save_payload", boom)
     with pytest.raises(StorageError, match="No space left on device"):
         index.updated(delete=[corpus[1].id]).save(path)
     monkeypatch.undo()

@@ -6,85 +6,23 @@ those parts detected from the corpus (:mod:`hopgraph.index.detect`).
 without a method (``get_retriever(index)``, ``hopgraph search``, the server) use
 :data:`DEFAULT_METHOD`, or on an index without its parts the best method the parts allow
 (:func:`~hopgraph.retrieve.base.default_choice`).
+
+This module sits above both: the parts and their detected options are the index's
+(:mod:`hopgraph.index.default_build`, which the index builds from without importing this
+module), the method is the retrievers'.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterable
-from typing import Any
-
-from hopgraph.corpus import Corpus
-from hopgraph.index.detect import DETECTED_PARTS, WHY, detect_settings, detected_part_options
-from hopgraph.index.store import PartOptions, dependency_order
-from hopgraph.retrieve.base import DEFAULT_ALIAS, DEFAULT_METHOD, method_parts
+from hopgraph.index.default_build import DEFAULT_PARTS, default_build, detected_options
+from hopgraph.index.detect import describe_detected
+from hopgraph.retrieve.registry import DEFAULT_ALIAS, DEFAULT_METHOD
 
 __all__ = [
     "DEFAULT_ALIAS",
     "DEFAULT_METHOD",
     "DEFAULT_PARTS",
     "default_build",
+    "describe_detected",
     "detected_options",
 ]
-
-DEFAULT_PARTS: tuple[str, ...] = method_parts(DEFAULT_METHOD)
-"""The index parts :data:`DEFAULT_METHOD` needs (with its default parameters)."""
-
-
-def detected_options(
-    corpus: Corpus,
-    parts: Iterable[str],
-    options: PartOptions | None = None,
-    *,
-    have: Iterable[str] = (),
-) -> tuple[PartOptions, dict[str, Any] | None]:
-    """Options for building ``parts`` (and the parts they are built from) over ``corpus``.
-
-    Detection fills in the options of the parts it covers (``entities.title_aliases``) that are
-    built now (not in ``have``, the parts already built); ``options`` given by the caller win,
-    option by option. Returns ``(options, detected)``: ``detected`` is the
-    :func:`~hopgraph.index.detect.detect_settings` record (with ``why.overridden`` listing the
-    detected options the caller replaced), or None when no part detection covers is built.
-    """
-    given: PartOptions = {p: dict(o) for p, o in (options or {}).items()}
-    have = set(have)
-    built = [p for p in dependency_order(list(parts), given) if p not in have]
-    if not any(p in DETECTED_PARTS for p in built):
-        return given, None
-    detected = detect_settings(corpus)
-    overridden: list[str] = []
-    merged = copy.deepcopy(given)
-    for part, opts in detected_part_options(detected).items():
-        if part not in built:
-            continue
-        mine = given.get(part, {})
-        overridden += [f"{part}.{k}" for k in opts if k in mine]
-        merged[part] = {**opts, **mine}
-    detected[WHY]["overridden"] = overridden
-    return merged, detected
-
-
-def default_build(
-    corpus: Corpus, options: PartOptions | None = None
-) -> tuple[list[str], PartOptions, dict[str, Any] | None]:
-    """``(parts, options, detected)`` of the default index of ``corpus``: :data:`DEFAULT_PARTS`,
-    their detected options under ``options`` (which win), and the detection record."""
-    parts = list(DEFAULT_PARTS)
-    merged, detected = detected_options(corpus, parts, options)
-    return parts, merged, detected
-
-
-def describe_detected(detected: dict[str, Any] | None) -> str:
-    """One line for the command line: what was detected and what it set."""
-    if not detected:
-        return "detected: nothing (no part built now takes detected options)"
-    why = detected.get(WHY, {})
-    sets = ", ".join(
-        f"{part}.{k}={str(v).lower() if isinstance(v, bool) else v}"
-        for part, opts in detected_part_options(detected).items()
-        for k, v in opts.items()
-    )
-    line = f"detected: {why.get('reason', '')} [{sets}]"
-    if why.get("overridden"):
-        line += f"; overridden by --set: {', '.join(why['overridden'])}"
-    return line

@@ -43,17 +43,19 @@ from hopgraph.filters import FILTER_OPERATORS
 from hopgraph.index import Index
 from hopgraph.index.store import manifest_digest
 from hopgraph.jsonable import jsonable
-from hopgraph.retrieve import get_retriever, list_methods, method_class
-from hopgraph.retrieve.base import (
+from hopgraph.retrieve.crowding import DEFAULT_MAX_PER_DOC
+from hopgraph.retrieve.ranking import why_text
+from hopgraph.retrieve.registry import (
     DEFAULT_METHOD,
     DefaultChoice,
     Retriever,
     default_choice,
+    get_retriever,
     is_default,
+    list_methods,
+    method_class,
     method_parts,
 )
-from hopgraph.retrieve.crowding import DEFAULT_MAX_PER_DOC
-from hopgraph.retrieve.ranking import why_text
 
 MAX_K = 100
 """Most hits one search returns (an agent's context is the limit, not the index)."""

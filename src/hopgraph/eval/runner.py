@@ -20,8 +20,7 @@ from hopgraph.eval.metrics import (
     topological_recall,
 )
 from hopgraph.index import Index
-from hopgraph.retrieve import get_retriever
-from hopgraph.retrieve.base import method_parts, resolve_method_name
+from hopgraph.retrieve.registry import get_retriever, method_parts, resolve_method_name
 
 # Recall@2/5/10 etc. are always computed (the JSON report promises them), whatever ``ks`` shows.
 REPORTED_KS = (2, 5, 10)

@@ -27,7 +27,7 @@ from hopgraph.config import option
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError, CorpusError
 from hopgraph.graph.paths import degree
-from hopgraph.index.part import Change, IndexPart, register_part
+from hopgraph.index.part import Change, IndexPart
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,6 @@ class CorpusGraphOptions:
             raise ConfigError(f"edges_file {self.edges_file!r} is not a file")
 
 
-@register_part
 class CorpusGraphPart(IndexPart):
     name = "corpus_graph"
     Options = CorpusGraphOptions

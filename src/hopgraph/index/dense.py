@@ -34,7 +34,7 @@ from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError
 from hopgraph.index.ann import FILE as ANN_FILE
 from hopgraph.index.ann import AnnIndex
-from hopgraph.index.part import Change, IndexPart, ReplayStep, register_part
+from hopgraph.index.part import Change, IndexPart, ReplayStep
 from hopgraph.index.stacked_rows import StackedRows
 from hopgraph.models.embedder import (
     BACKENDS,
@@ -162,7 +162,6 @@ class DenseOptions:
         return np.float16 if self.vectors == "float16" else np.float32
 
 
-@register_part
 class DensePart(IndexPart):
     name = "dense"
     Options = DenseOptions

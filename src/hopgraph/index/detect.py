@@ -164,3 +164,19 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
 def detected_part_options(detected: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The part options of a :func:`detect_settings` result (without ``"why"``)."""
     return {k: dict(v) for k, v in detected.items() if k != WHY}
+
+
+def describe_detected(detected: dict[str, Any] | None) -> str:
+    """One line for the command line: what was detected and what it set."""
+    if not detected:
+        return "detected: nothing (no part built now takes detected options)"
+    why = detected.get(WHY, {})
+    sets = ", ".join(
+        f"{part}.{k}={str(v).lower() if isinstance(v, bool) else v}"
+        for part, opts in detected_part_options(detected).items()
+        for k, v in opts.items()
+    )
+    line = f"detected: {why.get('reason', '')} [{sets}]"
+    if why.get("overridden"):
+        line += f"; overridden by --set: {', '.join(why['overridden'])}"
+    return line

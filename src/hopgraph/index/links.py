@@ -24,8 +24,8 @@ import scipy.sparse as sp
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import CorpusError, NotUpdatableError
-from hopgraph.index.entities import title_alias_map
-from hopgraph.index.part import Change, IndexPart, register_part, stack_records
+from hopgraph.index.aliases import title_alias_map
+from hopgraph.index.part import Change, IndexPart, stack_records
 from hopgraph.text.ner import make_extractor, normalize_entity, strip_disambiguator
 
 
@@ -42,7 +42,6 @@ class LinkOptions:
         positive("min_title_len", self.min_title_len)
 
 
-@register_part
 class LinksPart(IndexPart):
     name = "links"
     Options = LinkOptions

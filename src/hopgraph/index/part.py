@@ -1,9 +1,10 @@
-"""The interface every index part implements, and the registry that finds parts by name.
+"""The interface every index part implements, and what parts share to store and update rows.
 
 A part is built from a :class:`~hopgraph.corpus.Corpus` (row ``i`` = passage ``i``), saves itself
-as plain files in its own folder, and loads them back (memory-mapped where it can). Later parts
-(entity graph, links, triples) plug in by subclassing :class:`IndexPart` and calling
-:func:`register_part`; the index, its manifest and the CLI need no change.
+as plain files in its own folder, and loads them back (memory-mapped where it can). Parts plug in
+by subclassing :class:`IndexPart`; :mod:`hopgraph.index.registry` lists the built-in ones and
+finds parts by name (:func:`~hopgraph.index.registry.register_part` adds one of one's own); the
+index, its manifest and the CLI need no change. This module imports no part.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hopgraph.corpus import Corpus, Passage
-from hopgraph.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -269,44 +269,6 @@ class IndexPart(ABC):
     def stats(self) -> dict[str, Any]:
         """Counts and sizes recorded in the manifest."""
         return {}
-
-
-_PARTS: dict[str, type[IndexPart]] = {}
-
-
-def register_part(cls: type[IndexPart]) -> type[IndexPart]:
-    """Class decorator: make a part buildable by name."""
-    _PARTS[cls.name] = cls
-    return cls
-
-
-def part_class(name: str) -> type[IndexPart]:
-    _load_builtin_parts()
-    try:
-        return _PARTS[name]
-    except KeyError:
-        raise ConfigError(
-            f"unknown index part {name!r}; available: {', '.join(sorted(_PARTS))}"
-        ) from None
-
-
-def available_parts() -> list[str]:
-    _load_builtin_parts()
-    return sorted(_PARTS)
-
-
-def _load_builtin_parts() -> None:
-    # Importing the modules registers their parts.
-    from hopgraph.index import (  # noqa: F401
-        corpus_graph,
-        dense,
-        entities,
-        links,
-        partial_triples,
-        same_as,
-        sparse,
-        triples,
-    )
 
 
 def save_payload(folder: Path, payload: dict[str, Any]) -> None:

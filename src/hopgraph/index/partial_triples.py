@@ -23,7 +23,7 @@ import numpy as np
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError
-from hopgraph.index.part import Change, IndexPart, register_part
+from hopgraph.index.part import Change, IndexPart
 from hopgraph.index.sparse import SparseOptions, SparsePart
 from hopgraph.index.triples import TriplesPart
 from hopgraph.models.embedder import BACKENDS, DEFAULT_BACKEND, DEFAULT_EMBEDDER, load_embedder
@@ -105,7 +105,6 @@ def bm25_reusing(
     return old.reassembled([known.get(s, s) for s in strings], progress=progress)
 
 
-@register_part
 class PartialTriplesPart(IndexPart):
     name = "partial_triples"
     Options = PartialTripleOptions

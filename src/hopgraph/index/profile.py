@@ -29,8 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.retrieve.operators import reciprocal_rank_fusion
-from hopgraph.retrieve.ranking import top_k
+from hopgraph.ranks import reciprocal_rank_fusion, top_k
 from hopgraph.text.sentences import sentences
 
 PSEUDO_QUERIES = 200

@@ -132,7 +132,7 @@ class SegmentMaker:
 
         from hopgraph.corpus import Corpus
         from hopgraph.corpus.filecorpus import passage_from_line
-        from hopgraph.index.streaming import write_batch
+        from hopgraph.index.segment import write_batch
 
         node = ray.get_runtime_context().get_node_id()
         out: dict[str, list[Any]] = {"batch": [], "segment": [], "seconds": [], "node": []}

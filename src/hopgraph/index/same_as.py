@@ -20,7 +20,7 @@ import numpy as np
 
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError
-from hopgraph.index.part import Change, IndexPart, register_part
+from hopgraph.index.part import Change, IndexPart
 from hopgraph.index.partial_triples import StringEncoderOptions, encode_reusing
 from hopgraph.index.triples import TriplesPart, entity_key
 
@@ -37,7 +37,6 @@ def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     return indptr, np.asarray(flat, np.int32)
 
 
-@register_part
 class SameAsPart(IndexPart):
     name = "same_as"
     Options = SameAsOptions

@@ -27,7 +27,6 @@ from hopgraph.index.part import (
     ReplayStep,
     load_records,
     merge_records,
-    register_part,
     save_records,
 )
 from hopgraph.text.tokenize import Tokenizer
@@ -51,7 +50,6 @@ class SparseOptions:
             raise ConfigError(f"option 'b' must be in [0, 1], got {self.b}")
 
 
-@register_part
 class SparsePart(IndexPart):
     name = "sparse"
     Options = SparseOptions

@@ -29,12 +29,11 @@ moved within a batch as the parts report their work (the encoder, batch by batch
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,9 +47,12 @@ from hopgraph.corpus import Corpus, iter_corpus
 from hopgraph.corpus.documents.folder import describe_report, new_report
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
 from hopgraph.errors import CorpusError, HopgraphError, OutputExistsError
+from hopgraph.index.default_build import DEFAULT_PARTS, detected_options
+from hopgraph.index.detect import describe_detected
 from hopgraph.index.manifest import MANIFEST
-from hopgraph.index.part import part_class
-from hopgraph.index.store import Index, PartOptions, dependency_order
+from hopgraph.index.registry import PartOptions, dependency_order, part_class
+from hopgraph.index.segment import write_batch
+from hopgraph.index.store import Index
 
 DEFAULT_BATCH = 5_000  # a bar update every minute or so at encoder speed
 PLAN_VERSION = 1
@@ -115,7 +117,6 @@ def build_index(
     may resume on another engine.
     """
     from hopgraph import __version__
-    from hopgraph.defaults import DEFAULT_PARTS, describe_detected, detected_options
 
     say = log or (lambda _line: None)
     if batch_size <= 0:
@@ -327,31 +328,6 @@ def _checked(passages: Iterable[Any]) -> Iterable[Any]:
         if not p.text.strip():
             raise CorpusError(f"passage {p.id!r} has empty text")
         yield p
-
-
-def write_batch(
-    batch: Corpus,
-    names: list[str],
-    options: dict[str, Any],
-    contexts: dict[str, Any],
-    dest: Path,
-    on_progress: Callable[[str, int], None] | None = None,
-) -> dict[str, float]:
-    """The per-passage work of one batch: each part's segment in ``dest/<part>/`` (the same
-    on every engine); returns the seconds each part took. ``on_progress(part, done)``: how
-    many of the batch's passages ``part`` has done, as the part reports them and when it ends."""
-    secs: dict[str, float] = {}
-    for name in names:
-        (dest / name).mkdir()
-        t0 = time.perf_counter()
-        report = None if on_progress is None else functools.partial(on_progress, name)
-        part_class(name).write_segment(
-            batch, options[name], dest / name, contexts.get(name), on_progress=report
-        )
-        secs[name] = time.perf_counter() - t0
-        if on_progress is not None:
-            on_progress(name, len(batch))
-    return secs
 
 
 class _BatchBar:

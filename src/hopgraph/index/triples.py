@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError, NotUpdatableError
-from hopgraph.index.part import Change, IndexPart, register_part
+from hopgraph.index.part import Change, IndexPart
 from hopgraph.text.ner import normalize_entity
 
 EXTRACTORS = ("spacy", "openie")
@@ -59,7 +59,6 @@ def entity_key(name: str) -> str:
     return normalize_entity(name, "simple")
 
 
-@register_part
 class TriplesPart(IndexPart):
     name = "triples"
     Options = TripleOptions

@@ -3,7 +3,7 @@
 When an update adds a page whose title is a new alias, every old text that mentions the alias
 must be rescanned (the entity part finds title aliases in the texts). Reading and scanning
 every text is O(index): ~11 s at a million passages. These postings make it O(change): the
-words a text holds (the words :func:`~hopgraph.index.entities.alias_spans` compares: accents
+words a text holds (the words :func:`~hopgraph.index.aliases.alias_spans` compares: accents
 folded, runs of ``[0-9A-Za-z]``, lowercased) map to the base rows that hold them, so only the
 base texts holding every word of the alias, and the texts added since the base, need a look.
 
@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from hopgraph.index.aliases import block_words
+
 FILES = ("words.keys.json", "words.indptr.npy", "words.rows.npy")
 
 
@@ -29,8 +31,6 @@ def word_records(texts: Sequence[str], block: int = 4096) -> tuple[sp.csr_matrix
     """(texts × words) 0/1 matrix of the words each text holds, and the words, numbered in
     order of first appearance (so records of consecutive batches merge into the records of
     one pass, :func:`~hopgraph.index.part.merge_records`)."""
-    from hopgraph.index.entities import block_words
-
     ids: dict[str, int] = {}
     indptr = [0]
     cols: list[int] = []

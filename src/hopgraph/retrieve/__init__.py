@@ -1,6 +1,12 @@
-"""Retrieval methods: shared operators composed into named retrievers."""
+"""Retrieval methods: shared operators composed into named retrievers.
 
-from hopgraph.retrieve.base import (
+Importing the package imports :mod:`hopgraph.retrieve.registry`, which lists the built-in
+methods and registers them: the table of methods by name is full whichever module of the
+package is imported first.
+"""
+
+from hopgraph.retrieve.ranking import Hit, Ranking, top_k
+from hopgraph.retrieve.registry import (
     DEFAULT_METHOD,
     Retriever,
     get_retriever,
@@ -8,7 +14,6 @@ from hopgraph.retrieve.base import (
     method_class,
     register_method,
 )
-from hopgraph.retrieve.ranking import Hit, Ranking, top_k
 
 __all__ = [
     "DEFAULT_METHOD",

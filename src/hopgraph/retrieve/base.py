@@ -1,4 +1,12 @@
-"""The retriever interface and the registry that finds methods by name."""
+"""The retriever interface, and the table that finds methods by name.
+
+Method modules (:mod:`~hopgraph.retrieve.sparse`, :mod:`~hopgraph.retrieve.multihop`, ...)
+import this module and define their :class:`Retriever` classes; this module imports none of
+them. The one place that lists the built-in methods and puts them in the table is
+:mod:`hopgraph.retrieve.registry`, which the package imports, so the table is full before any
+lookup. The lookups live here because methods compose other methods by name (the graph
+family's seeds, ``grapher``'s and ``fastinsight``'s ``base``, a short ranking's filler).
+"""
 
 from __future__ import annotations
 
@@ -396,27 +404,14 @@ def resolve_method_name(name: str | None) -> str:
 
 
 def register_method(cls: type[Retriever]) -> type[Retriever]:
-    """Class decorator: make a retriever available by name (API, CLI, eval)."""
+    """Make a retriever class available by name (API, CLI, eval); usable as a class decorator.
+    The built-in methods are registered by :mod:`hopgraph.retrieve.registry`."""
     _METHODS[cls.name] = cls
     return cls
 
 
-def _load_builtin_methods() -> None:
-    from hopgraph.retrieve import (  # noqa: F401
-        dense,
-        fastinsight,
-        fusion,
-        graph,
-        grapher,
-        griever,
-        multihop,
-        sparse,
-    )
-
-
 def method_class(name: str | None) -> type[Retriever]:
     """The class of method ``name`` (None or ``"default"``: the recommended default)."""
-    _load_builtin_methods()
     name = resolve_method_name(name)
     try:
         return _METHODS[name]
@@ -428,7 +423,6 @@ def method_class(name: str | None) -> type[Retriever]:
 
 def list_methods() -> list[str]:
     """Names of every registered retrieval method."""
-    _load_builtin_methods()
     return sorted(_METHODS)
 
 

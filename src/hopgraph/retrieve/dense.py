@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hopgraph.config import option, positive
-from hopgraph.retrieve.base import Retriever, allowed_rows, register_method
+from hopgraph.retrieve.base import Retriever, allowed_rows
 from hopgraph.retrieve.operators import vector_search
 from hopgraph.retrieve.ranking import Ranking
 
@@ -26,7 +26,6 @@ class DenseParams:
         positive("ef_search", self.ef_search)
 
 
-@register_method
 class DenseRetriever(Retriever):
     name = "dense"
     Params = DenseParams

@@ -21,7 +21,7 @@ from hopgraph.config import in_unit_interval, option, positive
 from hopgraph.errors import ConfigError
 from hopgraph.index import Index
 from hopgraph.models.cross_encoder import load_cross_encoder
-from hopgraph.retrieve.base import Retriever, get_retriever, method_parts, register_method
+from hopgraph.retrieve.base import Retriever, get_retriever, method_parts
 from hopgraph.retrieve.graph_search import Frontier, stex
 from hopgraph.retrieve.model_search import (
     PairCache,
@@ -123,7 +123,6 @@ class _CrossEncoderRetriever(Retriever):
         return self._ranking(query, all_rows, all_scores, explain, info)
 
 
-@register_method
 class RerankRetriever(_CrossEncoderRetriever):
     """Retrieve-then-rerank: the base's top n rescored by a cross-encoder (``O_vs → O_m``)."""
 
@@ -150,7 +149,6 @@ class GARParams(CrossEncoderParams):
     b_max: int = option(100, "passages scored per query (the budget c)")
 
 
-@register_method
 class GARRetriever(_CrossEncoderRetriever):
     """GAR (MacAvaney et al. 2022, Algorithm 1): score batches alternately from the initial
     ranking and from the graph frontier of the passages scored so far, until ``b_max`` are
@@ -224,7 +222,6 @@ class FastInsightParams(CrossEncoderParams):
             raise ConfigError(f"patience must be >= 0, got {self.patience}")
 
 
-@register_method
 class FastInsightRetriever(_CrossEncoderRetriever):
     """FastInsight (Algorithm 1): the top BATCH of a vector search, ranked by GRanker; then, until
     ``b_max`` passages are retrieved, STeX adds up to BATCH neighbours of the retrieved list and

@@ -9,7 +9,7 @@ import numpy as np
 
 from hopgraph.config import option, positive
 from hopgraph.errors import ConfigError
-from hopgraph.retrieve.base import Retriever, allowed_rows, register_method
+from hopgraph.retrieve.base import Retriever, allowed_rows
 from hopgraph.retrieve.operators import (
     composed_search,
     lexical_search,
@@ -38,7 +38,6 @@ class RRFParams:
             raise ConfigError(f"option 'k_rrf' must be >= 0, got {self.k_rrf}")
 
 
-@register_method
 class RRFRetriever(Retriever):
     name = "rrf"
     Params = RRFParams
@@ -83,7 +82,6 @@ class HybridParams:
             raise ConfigError("hybrid weights must be >= 0 and not both 0")
 
 
-@register_method
 class HybridRetriever(Retriever):
     """GraphER's base: w_sparse · BM25/max(BM25) + w_dense · cosine, over every passage."""
 
@@ -128,7 +126,6 @@ class ComposedParams:
         positive("min_candidates", self.min_candidates)
 
 
-@register_method
 class ComposedRetriever(Retriever):
     """GRIEVER's composed retrieval: BM25 picks max(k·c, min_candidates) candidates, dense
     similarity ranks them. Only those candidates' vectors are touched."""

@@ -23,7 +23,6 @@ from hopgraph.retrieve.base import (
     allowed_rows,
     get_retriever,
     masked,
-    register_method,
     unfiltered,
 )
 from hopgraph.retrieve.operators import lexical_search, reciprocal_rank_fusion
@@ -184,14 +183,12 @@ class _PPRRetriever(Retriever):
         return out
 
 
-@register_method
 class GraphRetriever(_PPRRetriever):
     name = "graph"
     summary = "SPRIG Graph: PPR seeded by the query's entities (uniform fallback)"
     fill_label = "lexical ranking"
 
 
-@register_method
 class GraphBM25FallbackRetriever(_PPRRetriever):
     name = "graph_bm25_fallback"
     summary = "SPRIG Graph with BM25 top-1 as seed when the query has no entity (Table A.8)"
@@ -202,14 +199,12 @@ class GraphBM25FallbackRetriever(_PPRRetriever):
         super().__init__(index, replace(params, fallback="bm25"))
 
 
-@register_method
 class GraphHybridRetriever(_PPRRetriever):
     name = "graph_hybrid"
     seed_source = "bm25"
     summary = "SPRIG GraphHybrid: PPR seeded by query entities + BM25 top-k"
 
 
-@register_method
 class GraphDenseRetriever(_PPRRetriever):
     name = "graph_dense"
     seed_source = "dense"
@@ -218,7 +213,6 @@ class GraphDenseRetriever(_PPRRetriever):
     summary = "SPRIG GraphDense: PPR seeded by query entities + dense top-k"
 
 
-@register_method
 class GraphRRFRetriever(_PPRRetriever):
     name = "graph_rrf"
     seed_source = "rrf"
@@ -233,7 +227,6 @@ class FusionParams(GraphParams):
     depth: int = option(100, "list depth fused")
 
 
-@register_method
 class RRFPPRFusionRetriever(_PPRRetriever):
     """Score-level ensembling (SPRIG Table 5): RRF of the ``rrf`` list and the entity-seeded PPR
     list, to tell seed enrichment apart from fusion."""
@@ -292,7 +285,6 @@ class TermGraphParams:
         positive("max_iter", self.max_iter)
 
 
-@register_method
 class TfidfGraphRetriever(Retriever):
     """MixPR-like baseline (SPRIG §3.2): the same TF–IDF bipartite graph over BM25 index terms
     (df ≥ 3 and ≤ 0.1·N), PPR seeded uniformly by the query's terms."""
@@ -342,7 +334,6 @@ class TwoStepParams:
         positive("n_expand", self.n_expand)
 
 
-@register_method
 class BM25TwoStepRetriever(Retriever):
     """Two-stage lexical routing (SPRIG baseline 3): BM25, then the entities of the top
     ``first_k`` passages not already in the query (heaviest by summed TF–IDF weight) are appended

@@ -31,7 +31,6 @@ from hopgraph.retrieve.base import (
     allowed_rows,
     get_retriever,
     method_parts,
-    register_method,
 )
 from hopgraph.retrieve.ranking import Ranking, top_k
 
@@ -157,7 +156,6 @@ class _GraphERRetriever(Retriever):
         return out
 
 
-@register_method
 class GraphERGCSRetriever(_GraphERRetriever):
     """Graph Cohesive Smoothing (Algorithm 1) over the candidate graph."""
 
@@ -174,7 +172,6 @@ class GraphERPPRParams(GraphERParams):
     alpha: float = option(0.6, "PPR restart probability (chosen on hotpotqa_train)")
 
 
-@register_method
 class GraphERPPRRetriever(_GraphERRetriever):
     """Personalized PageRank over the candidate graph, seeded by the base scores (the paper's
     comparison; hub candidates collect mass from their many neighbours)."""
@@ -218,7 +215,6 @@ class GraphERGATParams(GraphERParams):
             )
 
 
-@register_method
 class GraphERGATRetriever(_GraphERRetriever):
     """A graph attention network over the candidate graph (5 GATv2 + 2 dense layers, §2.2),
     fed the GCS score and the query and passage embeddings. The GCS settings are this

@@ -36,7 +36,7 @@ from hopgraph.index.partial_triples import PartialTriplesPart
 from hopgraph.index.same_as import SameAsPart
 from hopgraph.index.triples import TriplesPart, entity_key
 from hopgraph.models.embedder import Embedder, TokenVectors, load_embedder
-from hopgraph.retrieve.base import Retriever, register_method
+from hopgraph.retrieve.base import Retriever
 from hopgraph.retrieve.entity_matcher import NGramMatcher
 from hopgraph.retrieve.operators import (
     composed_search,
@@ -135,7 +135,6 @@ class _Hop:
     beam_of: np.ndarray | None = None  # index into queries, per scored triple
 
 
-@register_method
 class GrieverRetriever(Retriever):
     name = "griever"
     Params = GrieverParams

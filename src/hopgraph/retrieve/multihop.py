@@ -35,7 +35,7 @@ from hopgraph.errors import ConfigError
 from hopgraph.index import Index
 from hopgraph.index.profile import LEXICAL_GAP, lexical_weight
 from hopgraph.models.ranker import RankerSet, load_ranker
-from hopgraph.retrieve.base import Retriever, allowed_rows, register_method
+from hopgraph.retrieve.base import Retriever, allowed_rows
 from hopgraph.retrieve.hop_features import (
     FEATURES,
     FirstHop,
@@ -165,7 +165,6 @@ def score_candidates(
 PPR_BLOCK = 16  # queries whose PPR runs as one (nodes × queries) block in a batch
 
 
-@register_method
 class MultihopRetriever(Retriever):
     name = "multihop"
     Params = MultihopParams

@@ -6,16 +6,12 @@ such lists. Later methods (graph propagation, reranking) build on the same shape
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from hopgraph.index.dense import DensePart
 from hopgraph.index.sparse import SparsePart
-from hopgraph.retrieve.ranking import top_k
-
-RowsScores = tuple[np.ndarray, np.ndarray]
-
+from hopgraph.ranks import RowsScores, top_k
+from hopgraph.ranks import reciprocal_rank_fusion as reciprocal_rank_fusion  # kept importable here
 
 EXACT_FILTERED_ROWS = 200_000
 """A filtered vector search scans the matching passages exactly when there are at most this
@@ -127,23 +123,6 @@ def filtered_rrf(
     fused, scores = fused[:k], scores[:k]
     pos = {int(r): i for i, r in enumerate(rows.tolist())}
     return fused, scores, cos[[pos[int(r)] for r in fused.tolist()]]
-
-
-def reciprocal_rank_fusion(
-    lists: Sequence[np.ndarray], k_rrf: float = 60.0, weights: Sequence[float] | None = None
-) -> RowsScores:
-    """RRF (Cormack et al. 2009): score(d) = Σ_lists w_list / (k_rrf + rank_list(d)), ranks
-    from 1, every weight 1 unless ``weights`` are given; ties by row."""
-    fused: dict[int, float] = {}
-    for rows, w in zip(lists, weights or [1.0] * len(lists), strict=True):
-        for rank, r in enumerate(rows.tolist(), start=1):
-            fused[r] = fused.get(r, 0.0) + w / (k_rrf + rank)
-    if not fused:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    rows = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
-    scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
-    order = np.lexsort((rows, -scores))
-    return rows[order], scores[order]
 
 
 def max_normalize(scores: np.ndarray) -> np.ndarray:

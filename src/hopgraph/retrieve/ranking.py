@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from hopgraph.ranks import top_k as top_k  # its former home: keep `from here import top_k`
+
 
 @dataclass
 class Hit:
@@ -114,31 +116,3 @@ def why_text(why: dict[str, Any]) -> str:
         return f"{v:.4f}" if isinstance(v, float) else str(v)
 
     return ", ".join(f"{k}={fmt(v)}" for k, v in why.items())
-
-
-def top_k(scores: np.ndarray, k: int, *, positive_only: bool = False) -> np.ndarray:
-    """Rows of the ``k`` highest scores, best first; ties broken by row (deterministic)."""
-    n = scores.shape[0]
-    if positive_only:
-        cand = np.flatnonzero(scores > 0)
-    else:
-        cand = None
-    if cand is not None:
-        if cand.size > k:
-            part = cand[np.argpartition(-scores[cand], k - 1)[:k]]
-            cand = _boundary_ties(scores, cand, part, k)
-        rows = cand
-    elif k < n:
-        part = np.argpartition(-scores, k - 1)[:k]
-        rows = _boundary_ties(scores, np.arange(n), part, k)
-    else:
-        rows = np.arange(n)
-    order = np.lexsort((rows, -scores[rows]))
-    return rows[order][:k]
-
-
-def _boundary_ties(scores: np.ndarray, pool: np.ndarray, part: np.ndarray, k: int) -> np.ndarray:
-    """argpartition picks arbitrary members of a tie at the k-th score: take all of them, so the
-    final (score, row) sort decides, which makes the result independent of the partition."""
-    kth = scores[part].min()
-    return np.union1d(part[scores[part] > kth], pool[scores[pool] == kth])

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hopgraph.config import in_unit_interval, option, positive
-from hopgraph.retrieve.base import Retriever, allowed_rows, masked, register_method
+from hopgraph.retrieve.base import Retriever, allowed_rows, masked
 from hopgraph.retrieve.operators import lexical_search
 from hopgraph.retrieve.ranking import Ranking, top_k
 
@@ -17,7 +17,6 @@ class NoParams:
     pass
 
 
-@register_method
 class BM25Retriever(Retriever):
     name = "bm25"
     Params = NoParams
@@ -55,7 +54,6 @@ class RM3Params:
         in_unit_interval("orig_weight", self.orig_weight)
 
 
-@register_method
 class RM3Retriever(Retriever):
     """RM3 as in Anserini: feedback model Σ_D score(D)·tf(w,D)/|D| over the top ``fb_docs``,
     top ``fb_terms`` terms L1-normalised, interpolated with the (L1-normalised) query."""

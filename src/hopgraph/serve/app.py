@@ -46,17 +46,18 @@ from hopgraph.errors import (
 )
 from hopgraph.filters import validate_filter
 from hopgraph.index import Index
-from hopgraph.index.part import available_parts
+from hopgraph.index.registry import available_parts
 from hopgraph.jsonable import jsonable
-from hopgraph.retrieve import list_methods, method_class
-from hopgraph.retrieve.base import (
+from hopgraph.retrieve.ranking import Ranking
+from hopgraph.retrieve.registry import (
     DEFAULT_METHOD,
     Retriever,
     default_choice,
     is_default,
+    list_methods,
+    method_class,
     method_parts,
 )
-from hopgraph.retrieve.ranking import Ranking
 from hopgraph.serve import page
 from hopgraph.serve import schemas as s
 from hopgraph.serve.auth import TokenMiddleware

@@ -41,8 +41,13 @@ from hopgraph.errors import ConfigError, HopgraphError, NotWriterError, UpdateEr
 from hopgraph.index import Index
 from hopgraph.index.store import manifest_digest, missing_parts_message
 from hopgraph.priority import lower_priority
-from hopgraph.retrieve import method_class
-from hopgraph.retrieve.base import Retriever, default_choice, is_default, resolve_method_name
+from hopgraph.retrieve.registry import (
+    Retriever,
+    default_choice,
+    is_default,
+    method_class,
+    resolve_method_name,
+)
 from hopgraph.serve.bounds import over_bound
 from hopgraph.serve.process import release_memory
 from hopgraph.serve.settings import SERVER_ONLY_PARAMS, Settings

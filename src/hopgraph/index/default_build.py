@@ -1,0 +1,67 @@
+"""The default index: the parts of the default method, and their options detected from the
+corpus (:mod:`hopgraph.index.detect`).
+
+``Index.build(corpus)`` without parts, streaming builds without parts, ``hopgraph index``
+without ``--parts`` and ``hopgraph add-parts`` build :data:`DEFAULT_PARTS` with
+:func:`detected_options`. The parts are written down here, below the retrievers, so that building
+an index needs none of them (the index imports nothing from :mod:`hopgraph.retrieve`);
+:mod:`hopgraph.defaults`, which chooses the default method, offers the same names, and the
+tests check that :data:`DEFAULT_PARTS` are what that method needs.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any
+
+from hopgraph.corpus import Corpus
+from hopgraph.index.detect import DETECTED_PARTS, WHY, detect_settings, detected_part_options
+from hopgraph.index.registry import PartOptions, dependency_order
+
+DEFAULT_PARTS: tuple[str, ...] = ("sparse", "dense", "entities")
+"""The index parts :data:`hopgraph.defaults.DEFAULT_METHOD` needs (with its default parameters:
+``method_parts(DEFAULT_METHOD)``, which tests/test_detect.py holds it to)."""
+
+
+def detected_options(
+    corpus: Corpus,
+    parts: Iterable[str],
+    options: PartOptions | None = None,
+    *,
+    have: Iterable[str] = (),
+) -> tuple[PartOptions, dict[str, Any] | None]:
+    """Options for building ``parts`` (and the parts they are built from) over ``corpus``.
+
+    Detection fills in the options of the parts it covers (``entities.title_aliases``) that are
+    built now (not in ``have``, the parts already built); ``options`` given by the caller win,
+    option by option. Returns ``(options, detected)``: ``detected`` is the
+    :func:`~hopgraph.index.detect.detect_settings` record (with ``why.overridden`` listing the
+    detected options the caller replaced), or None when no part detection covers is built.
+    """
+    given: PartOptions = {p: dict(o) for p, o in (options or {}).items()}
+    have = set(have)
+    built = [p for p in dependency_order(list(parts), given) if p not in have]
+    if not any(p in DETECTED_PARTS for p in built):
+        return given, None
+    detected = detect_settings(corpus)
+    overridden: list[str] = []
+    merged = copy.deepcopy(given)
+    for part, opts in detected_part_options(detected).items():
+        if part not in built:
+            continue
+        mine = given.get(part, {})
+        overridden += [f"{part}.{k}" for k in opts if k in mine]
+        merged[part] = {**opts, **mine}
+    detected[WHY]["overridden"] = overridden
+    return merged, detected
+
+
+def default_build(
+    corpus: Corpus, options: PartOptions | None = None
+) -> tuple[list[str], PartOptions, dict[str, Any] | None]:
+    """``(parts, options, detected)`` of the default index of ``corpus``: :data:`DEFAULT_PARTS`,
+    their detected options under ``options`` (which win), and the detection record."""
+    parts = list(DEFAULT_PARTS)
+    merged, detected = detected_options(corpus, parts, options)
+    return parts, merged, detected
