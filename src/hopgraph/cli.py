@@ -327,18 +327,11 @@ def delete_cmd(index_dir, ids, ids_file, quiet, nice, verify) -> None:
 def compact_cmd(index_dir, nice) -> None:
     """Write INDEX_DIR anew as one base, merging the updates kept as deltas (a save does this
     by itself once they pass a tenth of the index; this does it now)."""
-    from hopgraph.atomic import writer_lock
-    from hopgraph.index import Index
+    from hopgraph.index.writes import compact_folder
     from hopgraph.priority import run_niced
 
-    def compact() -> tuple[Index, int, Path]:
-        with writer_lock(Path(index_dir).resolve()):
-            index = Index.load(index_dir)
-            n = len(index.deltas or [])
-            return index, n, index.compact()
-
     t0 = time.perf_counter()
-    index, n, path = run_niced(nice, compact)
+    index, n, path = run_niced(nice, compact_folder, index_dir)
     click.echo(
         f"{path}: {n} delta(s) merged into a new base, generation {index.generation}, "
         f"{len(index)} passages; {time.perf_counter() - t0:.1f}s",
@@ -362,35 +355,29 @@ def add_parts_cmd(index_dir, parts, sets, no_detect, quiet) -> None:
     parts the index has are kept as they are. Options are detected from the corpus as by
     `hopgraph index`. The index is saved atomically under the writer lock, like `hopgraph
     add`; a server already serving the folder sees the new parts after a restart."""
-    from hopgraph.atomic import writer_lock
-    from hopgraph.defaults import DEFAULT_PARTS, describe_detected, detected_options
-    from hopgraph.index import Index
+    from hopgraph.defaults import DEFAULT_PARTS
+    from hopgraph.index.writes import add_parts_to_folder
 
     options = split_part_options(parse_assignments(sets))
     wanted = _csv(parts) if parts is not None else list(DEFAULT_PARTS)
     if not wanted:
         raise click.BadParameter("name at least one part", param_hint="--parts")
     t0 = time.perf_counter()
-    with writer_lock(Path(index_dir).resolve()):  # a server on this folder takes turns with us
-        index = Index.load(index_dir)
-        missing = index.missing(wanted)
-        if not missing:
-            click.echo(
-                f"{index.path}: nothing to add, the index has {', '.join(wanted)} "
-                f"(parts: {', '.join(index.parts)})",
-                err=True,
-            )
-            return
-        if not no_detect:
-            options, detected = detected_options(index.corpus, missing, options, have=index.parts)
-            if detected:
-                click.echo(describe_detected(detected), err=True)
-                index.detected = detected
-        built = index.add_parts(missing, options, progress=not quiet)
-        path = index.save(index_dir)
+    added = add_parts_to_folder(
+        index_dir, wanted, options, detect=not no_detect, progress=not quiet, log=_echo_err
+    )
+    index = added.index
+    if not added.built:
+        click.echo(
+            f"{index.path}: nothing to add, the index has {', '.join(wanted)} "
+            f"(parts: {', '.join(index.parts)})",
+            err=True,
+        )
+        return
     secs = time.perf_counter() - t0
     click.echo(
-        f"{path}: added {', '.join(built)} in {secs:.1f}s (parts now: {', '.join(index.parts)})",
+        f"{added.path}: added {', '.join(added.built)} in {secs:.1f}s "
+        f"(parts now: {', '.join(index.parts)})",
         err=True,
     )
 
@@ -398,14 +385,10 @@ def add_parts_cmd(index_dir, parts, sets, no_detect, quiet) -> None:
 def _update_index(
     index_dir: str, *, add: list, delete: list[str], progress: bool, verify: bool = False
 ) -> None:
-    from hopgraph.atomic import writer_lock
-    from hopgraph.index import Index
+    from hopgraph.index.writes import update_folder
 
     t0 = time.perf_counter()
-    with writer_lock(Path(index_dir).resolve()):  # a server on this folder takes turns with us
-        index = Index.load(index_dir, verify=verify)
-        new = index.updated(add=add, delete=delete, progress=progress)
-        path = new.save(index_dir)
+    new, path = update_folder(index_dir, add=add, delete=delete, progress=progress, verify=verify)
     secs = time.perf_counter() - t0
     parts = ", ".join(f"{n} {s:.2f}s" for n, s in new.update_seconds.items())
     kept = f"{len(new.deltas)} delta(s) on the base" if new.deltas else "written as a new base"
@@ -416,46 +399,13 @@ def _update_index(
     )
 
 
+def _echo_err(line: str) -> None:
+    click.echo(line, err=True)
+
+
 def _short(text: str, n: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def method_specs(methods: list[str], sets: dict[str, str], preset: dict | None = None) -> list:
-    """Give each method its parameters: ``method.param=v`` for one, ``param=v`` for all that
-    have ``param`` (an error if none has it). A preset's ``graph`` parameters go to every method
-    that has them and its ``seed_k`` to the methods it names; ``--set`` overrides both."""
-    from hopgraph.eval import MethodSpec
-    from hopgraph.retrieve import method_class
-    from hopgraph.retrieve.base import resolve_method_name
-
-    methods = [resolve_method_name(m) for m in methods]  # "default" → its method's name
-    resolved: dict[str, str] = {}
-    for key, value in sets.items():  # default.param=v is the default method's parameter
-        m, dot, name = key.partition(".")
-        resolved[f"{resolve_method_name(m)}.{name}" if dot else key] = value
-    sets = resolved
-    params: dict[str, dict[str, str]] = {m: {} for m in methods}
-    for m in methods:
-        names = {n for n, *_ in describe_options(method_class(m).Params)}
-        for key, value in (preset or {}).get("graph", {}).items():
-            if key in names:
-                params[m][key] = value
-        if m in (preset or {}).get("seed_k", {}) and "seed_k" in names:
-            params[m]["seed_k"] = preset["seed_k"][m]
-    for key, value in sets.items():
-        m, dot, name = key.partition(".")
-        if dot and m in params:
-            params[m][name] = value
-            continue
-        takers = [
-            m for m in methods if key in {n for n, *_ in describe_options(method_class(m).Params)}
-        ]
-        if not takers:
-            raise ConfigError(f"no method in {methods} has a parameter {key!r}")
-        for m in takers:
-            params[m][key] = value
-    return [MethodSpec(m, params[m]) for m in methods]
 
 
 @cli.command("eval")
@@ -495,32 +445,29 @@ def eval_cmd(
     With --index, the questions are searched in that prebuilt index instead of one built over
     DATASET's corpus: a larger corpus holding DATASET's passages with their ids (such as a
     scale corpus from benchmarks/scale.py); the index's parts are used as they are."""
+    from hopgraph.cache import open_cached_index
     from hopgraph.corpus import load_dataset
-    from hopgraph.eval import evaluate, required_parts
+    from hopgraph.eval import evaluate, method_specs, required_parts
 
     if prebuilt is not None:
         _check_prebuilt_options(pool_by, index_sets_cli, preset, index_dir)
     path = _resolve_dataset(dataset, data_dir)
     ds = load_dataset(path, split=split, include_incomplete=include_incomplete)
-    from hopgraph.presets import load_preset
+    from hopgraph.presets import index_assignments, load_preset
 
     chosen = load_preset(preset) if preset else None
     specs = method_specs(_csv(methods), parse_assignments(sets), chosen)
     if prebuilt is not None:
+        from hopgraph.eval.prebuilt import load_prebuilt
+
         for reason, n in ds.skipped.items():
             click.echo(f"skipped {n} questions of {ds.name} ({reason})", err=True)
-        index = _load_prebuilt(prebuilt, ds, specs, limit)
+        index = load_prebuilt(prebuilt, ds, specs, limit, log=_echo_err)
         results = evaluate(index, ds, specs, ks=ks, depth=depth, limit=limit, progress=not quiet)
         _report(results, ks, per_query, json_out)
         return
-    if chosen:  # preset index options first, --index-set after (so it wins)
-        index_sets = [
-            f"{p}.{k}={v}" for p, o in chosen.get("index", {}).items() for k, v in o.items()
-        ]
-        index_sets += [f"entities.{k}={v}" for k, v in chosen.get("entities", {}).items()]
-        index_sets += list(index_sets_cli)
-    else:
-        index_sets = list(index_sets_cli)
+    # preset index options first, --index-set after (so it wins)
+    index_sets = [*index_assignments(chosen), *index_sets_cli]
     click.echo(f"{ds.name}: {len(ds.corpus)} passages, {len(ds.questions)} questions", err=True)
     for reason, n in ds.skipped.items():
         hint = "; --include-incomplete keeps them" if reason == "gold_incomplete" else ""
@@ -548,7 +495,7 @@ def eval_cmd(
         results = merge_results(groups)
     else:
         index = open_cached_index(
-            ds, path, required_parts(specs), options, index_dir, not quiet, detected=detected
+            ds, path, required_parts(specs), options, index_dir, not quiet, detected, log=_echo_err
         )
         results = evaluate(index, ds, specs, ks=ks, depth=depth, limit=limit, progress=not quiet)
     _report(results, ks, per_query, json_out)
@@ -584,65 +531,6 @@ def _check_prebuilt_options(pool_by, index_sets, preset, index_dir) -> None:  # 
             f"index CORPUS -o INDEX_DIR --set part.option=value) and give method parameters "
             f"with --set"
         )
-
-
-def _load_prebuilt(folder: str, ds, specs, limit: int | None):  # noqa: ANN001, ANN202
-    """Load ``folder`` (timed, to stderr), check it has every method's parts and the
-    dataset's gold passages; the index."""
-    from hopgraph.eval.prebuilt import check_gold_in_index
-    from hopgraph.index import Index
-    from hopgraph.index.store import missing_parts_message
-    from hopgraph.retrieve.base import method_parts
-
-    t0 = time.perf_counter()
-    index = Index.load(folder)
-    secs = time.perf_counter() - t0
-    click.echo(
-        f"loaded index {index.path} ({len(index)} passages; parts: {', '.join(index.parts)}) "
-        f"in {secs:.2f}s",
-        err=True,
-    )
-    for spec in specs:
-        missing = index.missing(method_parts(spec.method, spec.params))
-        if missing:
-            raise ConfigError(missing_parts_message(index, missing, spec.method))
-    questions = ds.questions[:limit] if limit else ds.questions
-    n_gold = check_gold_in_index(index, ds, questions)
-    click.echo(
-        f"{ds.name}: {len(questions)} questions, their {n_gold} gold passages found in the "
-        f"index with the same titles",
-        err=True,
-    )
-    return index
-
-
-def open_cached_index(ds, path: Path, parts, index_sets, index_dir, progress: bool, detected=None):
-    """Load the cached index for this dataset and options, building (and saving) missing parts.
-
-    ``index_sets``: ``part.option=value`` strings, or already split options (a dict);
-    ``detected``: the detection behind those options, recorded when parts are built."""
-    from hopgraph.cache import index_cache_dir
-    from hopgraph.index import Index
-
-    if isinstance(index_sets, dict):
-        options = index_sets
-    else:
-        options = split_part_options(parse_assignments(index_sets))
-    folder = index_cache_dir(path, ds.name, root=Path(index_dir) if index_dir else None)
-    index = None
-    if (folder / "manifest.json").exists():
-        try:
-            index = Index.load(folder)
-        except HopgraphError as exc:
-            click.echo(f"cached index unusable ({exc}); rebuilding", err=True)
-    if index is None:
-        index = Index(ds.corpus)
-    if index.add_parts(parts, options, progress=progress, rebuild_changed=True):
-        if detected is not None:
-            index.detected = detected
-        index.save(folder)
-        click.echo(f"index saved to {folder}", err=True)
-    return index
 
 
 def training_options(f):  # noqa: ANN001, ANN201 - a click decorator
@@ -710,6 +598,7 @@ def train_gat_cmd(
     grapher_gat parameters given with --set; evaluate with the same ones."""
     from dataclasses import asdict
 
+    from hopgraph.cache import open_cached_index
     from hopgraph.config import make_options
     from hopgraph.eval.pools import pool_indexes
     from hopgraph.models.gat import save_ranker
@@ -732,7 +621,7 @@ def train_gat_cmd(
         if pooled:
             pairs = list(pool_indexes(ds, pool_by, parts, options, not quiet))
         else:
-            ix = open_cached_index(ds, path, parts, index_sets, index_dir, not quiet)
+            ix = open_cached_index(ds, path, parts, index_sets, index_dir, not quiet, log=_echo_err)
             pairs = [(ds, ix)]
         got, skipped = 0, 0
         for sub, ix in pairs:
@@ -795,6 +684,7 @@ def train_reranker_cmd(
     hotpotqa_train musique_train scifact:train; training questions only, never those you
     evaluate on), and on --synthetic questions made from their corpora. Validation uses real
     questions only. Writes a Hugging Face model folder with checkpoints/ of every epoch."""
+    from hopgraph.cache import open_cached_index
     from hopgraph.models.embedder import DEFAULT_EMBEDDER
     from hopgraph.retrieve.base import method_parts
     from hopgraph.training.reranker import (
@@ -820,7 +710,7 @@ def train_reranker_cmd(
     parts = tuple(dict.fromkeys([*method_parts(base), *(["dense"] if distill else [])]))
     examples, sources = [], []
     for split, path, ds in _training_sets(datasets, data_dir, max_questions):
-        ix = open_cached_index(ds, path, parts, [], index_dir, not quiet)
+        ix = open_cached_index(ds, path, parts, [], index_dir, not quiet, log=_echo_err)
         for sub in [ds, *([synthetic_dataset(ds, synthetic, seed=seed)] if synthetic else [])]:
             ex = rerank_examples(ix, sub, config, progress=not quiet)
             examples += ex
@@ -1163,6 +1053,19 @@ def mcp_cmd(index_dir, method, sets) -> None:
             "pip install 'hopgraph[mcp]'"
         ) from None
     run_stdio(index_dir, method, parse_assignments(sets))
+
+
+def __getattr__(name: str) -> Any:
+    """Names that moved to the library, still importable from here for older callers."""
+    if name == "method_specs":
+        from hopgraph.eval.specs import method_specs
+
+        return method_specs
+    if name == "open_cached_index":
+        from hopgraph.cache import open_cached_index
+
+        return open_cached_index
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
