@@ -109,7 +109,7 @@ def index_cmd(
             resume=resume,
             overwrite=force,
             progress=not quiet,
-            log=lambda line: click.echo(line, err=True),
+            log=echo_err,
             engine=EngineOptions(engine, address, workers, cpus_per_worker),
         )
     except KeyboardInterrupt:
@@ -154,7 +154,7 @@ def add_parts_cmd(index_dir, parts, sets, no_detect, quiet) -> None:
         index_dir, wanted, options, detect=not no_detect, progress=not quiet, log=echo_err
     )
     index = added.index
-    if not added.built:
+    if added.path is None:  # the index had them all: nothing built, nothing saved
         click.echo(
             f"{index.path}: nothing to add, the index has {', '.join(wanted)} "
             f"(parts: {', '.join(index.parts)})",

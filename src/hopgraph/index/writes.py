@@ -46,8 +46,8 @@ def compact_folder(folder: Folder) -> tuple[Index, int, Path]:
 
 @dataclass
 class PartsAdded:
-    """What :func:`add_parts_to_folder` did: ``built`` is empty when the index had every part
-    asked for (then nothing was saved, and ``path`` is None)."""
+    """What :func:`add_parts_to_folder` did: the index, the parts built, and where it was saved;
+    ``path`` is None (and ``built`` empty) when the index had every part asked for."""
 
     index: Index
     built: list[str] = field(default_factory=list)
