@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 from default_pipeline import held_out_rankers
 
-from hopgraph.cli import open_cached_index
+from hopgraph.cache import open_cached_index
 from hopgraph.corpus import load_dataset
 from hopgraph.defaults import default_build
 from hopgraph.eval.bootstrap import paired_bootstrap

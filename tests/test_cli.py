@@ -10,9 +10,10 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from hopgraph.cli import cli, method_specs
+from hopgraph.cli import cli
 from hopgraph.data import demo_dataset_path
 from hopgraph.errors import ConfigError, HopgraphError
+from hopgraph.eval import method_specs
 
 REQUIRED_JSON_KEYS = {
     "method", "n_questions", "recall@2", "recall@5", "recall@10", "hit@10", "mrr", "ndcg@10",

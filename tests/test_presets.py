@@ -7,9 +7,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from hopgraph.cli import cli, method_specs
+from hopgraph.cli import cli
 from hopgraph.data import demo_dataset_path
 from hopgraph.errors import ConfigError
+from hopgraph.eval import method_specs
 from hopgraph.presets import list_presets, load_preset, save_preset
 
 

@@ -1,14 +1,22 @@
-"""Where ``hopgraph eval`` keeps the indexes it builds, keyed by corpus files and index options."""
+"""Where ``hopgraph eval`` keeps the indexes it builds, keyed by corpus files and index options,
+and the loading (building what is missing) of such a cached index."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from hopgraph.config import parse_assignments
+from hopgraph.corpus import Dataset
+from hopgraph.errors import HopgraphError
+from hopgraph.index import Index, split_part_options
 from hopgraph.index.manifest import FORMAT_VERSION
+from hopgraph.index.store import PartOptions
 
 
 def cache_root() -> Path:
@@ -50,3 +58,46 @@ def index_cache_dir(
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     return (root or cache_root()) / f"{name}-{digest}"
+
+
+def open_cached_index(
+    ds: Dataset,
+    path: Path,
+    parts: Iterable[str],
+    index_sets: Iterable[str] | PartOptions,
+    index_dir: str | Path | None,
+    progress: bool,
+    detected: dict[str, Any] | None = None,
+    *,
+    log: Callable[[str], None] | None = None,
+) -> Index:
+    """Load the cached index for this dataset and options, building (and saving) missing parts.
+
+    ``index_sets``: ``part.option=value`` strings, or already split options (a dict);
+    ``detected``: the detection behind those options, recorded when parts are built. ``log``:
+    a function given a line of text when the cached index is rebuilt or saved [default: stderr].
+    """
+    say = log or _stderr
+    if isinstance(index_sets, dict):
+        options = index_sets
+    else:
+        options = split_part_options(parse_assignments(list(index_sets)))
+    folder = index_cache_dir(path, ds.name, root=Path(index_dir) if index_dir else None)
+    index = None
+    if (folder / "manifest.json").exists():
+        try:
+            index = Index.load(folder)
+        except HopgraphError as exc:
+            say(f"cached index unusable ({exc}); rebuilding")
+    if index is None:
+        index = Index(ds.corpus)
+    if index.add_parts(parts, options, progress=progress, rebuild_changed=True):
+        if detected is not None:
+            index.detected = detected
+        index.save(folder)
+        say(f"index saved to {folder}")
+    return index
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)

@@ -7,5 +7,13 @@ from hopgraph.eval.runner import (
     merge_results,
     required_parts,
 )
+from hopgraph.eval.specs import method_specs
 
-__all__ = ["MethodResult", "MethodSpec", "evaluate", "merge_results", "required_parts"]
+__all__ = [
+    "MethodResult",
+    "MethodSpec",
+    "evaluate",
+    "merge_results",
+    "method_specs",
+    "required_parts",
+]

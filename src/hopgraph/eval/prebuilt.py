@@ -4,11 +4,15 @@ must hold the questions' gold passages under the same ids and titles."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from hopgraph.corpus import Dataset, Question
-from hopgraph.errors import HopgraphError
+from hopgraph.errors import ConfigError, HopgraphError
+from hopgraph.eval.runner import MethodSpec
 from hopgraph.index import Index
+from hopgraph.index.store import missing_parts_message
+from hopgraph.retrieve.base import method_parts
 
 _REBUILD = (
     "build the index over a corpus that keeps every passage of {name} with its id (str(idx) "
@@ -61,3 +65,36 @@ def check_gold_in_index(
             f"holds a different corpus whose ids collide with {dataset.name}'s; {fix}"
         )
     return len(gold)
+
+
+def load_prebuilt(
+    folder: str,
+    dataset: Dataset,
+    specs: Sequence[MethodSpec],
+    limit: int | None = None,
+    *,
+    log: Callable[[str], None] | None = None,
+) -> Index:
+    """Load the index in ``folder`` (timed, a line to ``log``) and check it has every method's
+    parts and the gold passages of the dataset's first ``limit`` questions (all without one);
+    returns the index. A missing part raises :class:`~hopgraph.errors.ConfigError`, a missing
+    gold passage :class:`GoldNotInIndexError`."""
+    say = log or (lambda _line: None)
+    t0 = time.perf_counter()
+    index = Index.load(folder)
+    secs = time.perf_counter() - t0
+    say(
+        f"loaded index {index.path} ({len(index)} passages; parts: {', '.join(index.parts)}) "
+        f"in {secs:.2f}s"
+    )
+    for spec in specs:
+        missing = index.missing(method_parts(spec.method, spec.params))
+        if missing:
+            raise ConfigError(missing_parts_message(index, missing, spec.method))
+    questions = dataset.questions[:limit] if limit else dataset.questions
+    n_gold = check_gold_in_index(index, dataset, questions)
+    say(
+        f"{dataset.name}: {len(questions)} questions, their {n_gold} gold passages found in the "
+        f"index with the same titles"
+    )
+    return index

@@ -49,3 +49,12 @@ def save_preset(name: str, preset: dict[str, Any], folder: Path | None = None) -
     tmp.write_text(json.dumps(preset, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def index_assignments(preset: dict[str, Any] | None) -> list[str]:
+    """A preset's index options as ``part.option=value`` strings (its ``index`` options, then its
+    ``entities`` ones): what ``hopgraph eval --preset`` builds with, before ``--index-set``."""
+    if not preset:
+        return []
+    sets = [f"{p}.{k}={v}" for p, o in preset.get("index", {}).items() for k, v in o.items()]
+    return sets + [f"entities.{k}={v}" for k, v in preset.get("entities", {}).items()]
