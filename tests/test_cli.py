@@ -479,6 +479,31 @@ def test_bad_corpora_give_a_clear_error_and_leave_nothing(tmp_path, case, lines,
     assert message in f"{r.output}{r.exception}"  # again the error, not "a partial build ..."
 
 
+def test_index_skip_bad_skips_and_counts_the_bad_passages(tmp_path):
+    """--skip-bad: the empty and not-UTF-8 passages of a dump are left out, the build goes on,
+    and the output and `hopgraph info` say how many and where (file:line)."""
+    src = tmp_path / "dump.jsonl"
+    good = [json.dumps({"id": f"p{i}", "title": f"T{i}", "text": f"Velmora {i}"}).encode()
+            for i in range(5)]  # fmt: skip
+    bad = [b'{"id": "e", "text": "  "}', b'{"id": "u", "text": "bad \xff bytes"}']
+    src.write_bytes(b"\n".join([good[0], bad[0], *good[1:3], bad[1], *good[3:]]) + b"\n")
+    out = tmp_path / "ix"
+    from hopgraph.index import Index
+
+    r = run("index", str(src), "-o", str(out), "--parts", "sparse", "-q", "--skip-bad")
+    assert r.exit_code == 0, r.output
+    assert f"skipped 1 passages whose text is empty or whitespace: {src}:2" in r.output
+    assert f"skipped 1 lines that are not valid UTF-8: {src}:5" in r.output
+    index = Index.load(out)
+    assert index.corpus.ids == [f"p{i}" for i in range(5)]
+    skipped = index.reading["skipped"]
+    assert skipped["empty_text"]["count"] == 1 and skipped["not_utf8"]["first"] == [f"{src}:5"]
+    info = run("info", str(out))
+    assert info.exit_code == 0 and "not_utf8" in info.output
+    stopped = run("index", str(src), "-o", str(tmp_path / "ix2"), "--parts", "sparse", "-q")
+    assert stopped.exit_code != 0 and not (tmp_path / "ix2").exists()
+
+
 def test_huge_passages_and_control_characters_are_indexed_as_they_are(tmp_path):
     """Documented handling: a 1 MB passage is indexed whole by BM25 (the encoder reads its
     first max_seq_length tokens); control characters are kept and escaped in the JSON lines."""

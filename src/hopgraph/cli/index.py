@@ -63,11 +63,16 @@ from hopgraph.index.streaming import DEFAULT_BATCH
     "--cpus-per-worker", type=click.IntRange(min=1), default=1, show_default=True,
     help="--engine ray: CPUs (and encoder threads) of each actor",
 )  # fmt: skip
+@click.option(
+    "--skip-bad", is_flag=True,
+    help="skip (and count, by file and line) the passages of a JSONL corpus whose text is "
+    "empty or not UTF-8, instead of stopping at the first",
+)  # fmt: skip
 @data_dir_option
 @quiet_option
 def index_cmd(
     corpus, output, parts, sets, no_detect, chunk_words, fmt, batch_size, resume, force, engine,
-    address, workers, cpus_per_worker, data_dir, quiet,
+    address, workers, cpus_per_worker, skip_bad, data_dir, quiet,
 ) -> None:  # fmt: skip
     """Build an index of CORPUS (a file or folder in any supported format) into OUTPUT.
 
@@ -111,6 +116,7 @@ def index_cmd(
             progress=not quiet,
             log=echo_err,
             engine=EngineOptions(engine, address, workers, cpus_per_worker),
+            skip_bad=skip_bad,
         )
     except KeyboardInterrupt:
         click.echo(

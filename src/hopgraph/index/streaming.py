@@ -43,7 +43,7 @@ from tqdm.auto import tqdm
 
 from hopgraph.atomic import fsync_dir, fsync_tree, recover_folder, write_synced
 from hopgraph.config import make_options
-from hopgraph.corpus import Corpus, iter_corpus
+from hopgraph.corpus import Corpus, SkippedPassages, iter_corpus
 from hopgraph.corpus.documents.folder import describe_report, new_report
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
 from hopgraph.errors import CorpusError, HopgraphError, OutputExistsError
@@ -100,6 +100,7 @@ def build_index(
     progress: bool = True,
     log: Any = None,
     engine: EngineOptions | None = None,
+    skip_bad: bool = False,
 ) -> Index:
     """Build the index of the corpus at ``source`` into the folder ``out``, in batches of
     ``batch_size`` passages; returns the saved index (its passages read from ``out`` on demand).
@@ -114,7 +115,9 @@ def build_index(
     read and indexed. ``log``: a function given one line of text per stage (the CLI prints
     them). ``engine``: where the per-passage work runs (this process by default;
     ``EngineOptions("ray", ...)`` on a Ray cluster); it does not change the index, so a build
-    may resume on another engine.
+    may resume on another engine. ``skip_bad``: a JSONL corpus's lines that are not UTF-8 and
+    passages with empty text are skipped instead of stopping the build, counted by file and
+    line in the index's ``reading`` (``hopgraph info``) and logged.
     """
     from hopgraph import __version__
 
@@ -142,10 +145,12 @@ def build_index(
         "detect": detect,
         "batch_size": batch_size,
     }
+    if skip_bad:  # (only then: plans of builds without it stay as they were, for --resume)
+        plan["skip_bad"] = True
     _open_work(work, plan, resume, say)
     t_start = time.perf_counter()
 
-    corpus = _passages_stage(source, work, chunk_words, fmt, say, progress)
+    corpus = _passages_stage(source, work, chunk_words, fmt, say, progress, skip_bad)
     reading_file = work / "reading.json"
     reading = json.loads(reading_file.read_text("utf-8")) if reading_file.exists() else None
     detected = None
@@ -294,6 +299,7 @@ def _passages_stage(
     fmt: str,
     say: Any,
     progress: bool = False,
+    skip_bad: bool = False,
 ) -> FileCorpus:
     """The corpus, copied as a stream into ``work/passages.jsonl`` (once) and read from there."""
     final = work / "passages.jsonl"
@@ -301,7 +307,10 @@ def _passages_stage(
         say(f"reading {source}")
         tmp = work / "passages.jsonl.tmp"
         report = new_report()
-        passages = iter_corpus(source, chunk_words=chunk_words, fmt=fmt, report=report)
+        skipped = SkippedPassages() if skip_bad else None
+        passages = iter_corpus(
+            source, chunk_words=chunk_words, fmt=fmt, report=report, skip_bad=skipped
+        )
         try:
             with tqdm(passages, desc="reading", unit=" passages", disable=not progress) as bar:
                 offsets, ids = write_passages(_checked(bar), tmp)
@@ -313,9 +322,13 @@ def _passages_stage(
             raise CorpusError("no passages to index", source)
         np.save(work / "offsets.npy", offsets)
         write_synced(work / "ids.json", json.dumps(ids, ensure_ascii=False))
+        if skipped is not None and skipped.total:  # the bad passages of a JSONL corpus
+            report["skipped"] = skipped.to_dict()
+            say(skipped.describe())
         if report["documents"]:  # a folder of documents: what the reading left out, and why
-            write_synced(work / "reading.json", json.dumps(report, ensure_ascii=False))
             say(describe_report(report))
+        if report["documents"] or "skipped" in report:
+            write_synced(work / "reading.json", json.dumps(report, ensure_ascii=False))
         fsync_dir(tmp)  # os.open + fsync: works on a file too
         os.replace(tmp, final)  # the marker: the passages are complete
     offsets = np.load(work / "offsets.npy")
