@@ -312,10 +312,10 @@ def test_cross_encoder_methods_run_out_of_the_box(fi_index, demo_dataset):
 
 def test_fastinsight_stops_early_when_the_top_k_settles(fi_index, demo_dataset, reranker):
     """patience=1: the loop ends at the first iteration that adds nothing to the top k, so it
-    scores fewer pairs; patience=0 spends the whole budget. The default is 3."""
+    scores fewer pairs; patience=0 spends the whole budget. The default is 2."""
     from hopgraph.retrieve.fastinsight import FastInsightParams
 
-    assert FastInsightParams().patience == 3
+    assert FastInsightParams().patience == 2 and FastInsightParams().batch == 15
     stopped, full = [], []
     for q in demo_dataset.questions[:6]:
         early = get_retriever(fi_index, "fastinsight", model=reranker, patience=1, b_max=40)
