@@ -42,7 +42,7 @@ from hopgraph.corpus import load_dataset
 from hopgraph.defaults import default_build
 from hopgraph.eval.bootstrap import paired_bootstrap
 from hopgraph.eval.metrics import recall_at_k
-from hopgraph.models.cross_encoder import load_cross_encoder
+from hopgraph.models.rerankers import load_cross_encoder
 from hopgraph.retrieve import get_retriever
 from hopgraph.retrieve.model_search import PairCache, mixed_model_search, sorted_by
 from hopgraph.retrieve.multihop import rescored_via, score_candidates

@@ -248,7 +248,7 @@ def fi_index(demo_index_dir):
 
 
 def test_rerank_rescores_the_base_top_n(fi_index, demo_dataset, reranker):
-    from hopgraph.models.cross_encoder import load_cross_encoder
+    from hopgraph.models.rerankers import load_cross_encoder
 
     q = demo_dataset.questions[0].text
     base = get_retriever(fi_index, "dense").search(q, 20)

@@ -290,7 +290,7 @@ def test_rerank_switch_reorders_only_the_top_n(demo_dataset, default_index):
     cross-encoder and the ranker (with rerank_paths, the cross-encoder's part as path scores
     through the passages that led to them); past N nothing moves; scores still descend; a huge
     rerank_mix gives back the ranker's order."""
-    from hopgraph.models.cross_encoder import load_cross_encoder
+    from hopgraph.models.rerankers import load_cross_encoder
     from hopgraph.retrieve.model_search import path_scores, zscore
     from hopgraph.retrieve.multihop import rescored_via, score_candidates
 

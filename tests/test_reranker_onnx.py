@@ -84,8 +84,9 @@ def test_int8_export_is_smaller_and_close(exports):
 
 
 def test_loading_picks_the_onnx_form(exports, hf_model):
-    from hopgraph.models.cross_encoder import CrossEncoder, load_cross_encoder
+    from hopgraph.models.cross_encoder import CrossEncoder
     from hopgraph.models.reranker_onnx import OnnxCrossEncoder
+    from hopgraph.models.rerankers import load_cross_encoder
 
     assert isinstance(load_cross_encoder(str(exports["int8"])), OnnxCrossEncoder)
     assert isinstance(load_cross_encoder(str(hf_model)), CrossEncoder)
@@ -105,7 +106,7 @@ def test_export_refuses_what_it_cannot_write(exports, hf_model, tmp_path):
 def test_the_packaged_reranker_is_small_and_trained(demo_dataset):
     """≤ 25 MB, no torch needed, and on the demo questions (never trained on) it puts each
     question's gold passages above most others of the corpus."""
-    from hopgraph.models.cross_encoder import DEFAULT_RERANKER, load_cross_encoder
+    from hopgraph.models.rerankers import DEFAULT_RERANKER, load_cross_encoder
 
     size = sum(f.stat().st_size for f in DEFAULT_RERANKER.iterdir())
     assert size <= 25e6

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from hopgraph.atomic import writer_lock
 from hopgraph.corpus import Passage
+from hopgraph.index.default_build import detected_options
+from hopgraph.index.detect import describe_detected
 from hopgraph.index.store import Index, PartOptions
 
 Folder = str | os.PathLike[str]
@@ -67,8 +69,6 @@ def add_parts_to_folder(
     if missing too) and save it; parts it has are kept as they are. With ``detect``, the options
     the corpus decides are detected for the parts built, as :func:`~hopgraph.index.streaming.
     build_index` does (``options`` win), recorded in the index and described to ``log``."""
-    from hopgraph.defaults import describe_detected, detected_options
-
     say = log or (lambda _line: None)
     options = options or {}
     with writer_lock(Path(folder).resolve()):

@@ -10,6 +10,10 @@ architecture it does not fit fails at load time instead of giving wrong scores.
 
 Relevance is the single logit of a one-label model, or ``logit[1] - logit[0]`` for two labels.
 Pairs are tokenised together, sorted by length and padded per batch.
+
+Load a cross-encoder by name (this torch form, or the ONNX form of
+:mod:`hopgraph.models.reranker_onnx`, shared per process) with
+:func:`hopgraph.models.rerankers.load_cross_encoder`.
 """
 
 from __future__ import annotations
@@ -193,44 +197,3 @@ class CrossEncoder:
                 f"cross-encoder {self.name!r} ({self.model.config.model_type}): its classifier "
                 "does not act on the [CLS] vector alone, so it cannot be split for GRanker"
             )
-
-
-_CACHE: dict[tuple[str, int | None, str], Any] = {}
-_CACHE_LOCK = threading.Lock()
-# The packaged default reranker: a 4-layer int8 ONNX cross-encoder (see docs/methods.md,
-# "The packaged reranker", and `make reranker`, which reproduces it).
-DEFAULT_RERANKER = Path(__file__).resolve().parent / "reranker"
-
-
-def default_reranker() -> str:
-    """The packaged reranker's folder; a clear error when the package lacks it."""
-    from hopgraph.models.reranker_onnx import is_onnx_cross_encoder
-
-    if not is_onnx_cross_encoder(DEFAULT_RERANKER):
-        raise ConfigError(
-            f"the packaged reranker is missing from {DEFAULT_RERANKER}: rebuild it with "
-            "`make reranker`, or pass model=FOLDER (e.g. from `hopgraph train-reranker`)"
-        )
-    return str(DEFAULT_RERANKER)
-
-
-def load_cross_encoder(
-    model: str = "", *, max_length: int | None = None, precision: str = "auto"
-) -> Any:
-    """A process-wide shared cross-encoder (each model is loaded once per process): an
-    exported ONNX folder (:mod:`hopgraph.models.reranker_onnx`) runs on ONNX Runtime, anything
-    else as a Hugging Face model on torch. ``model=""``: the packaged default reranker."""
-    from hopgraph.models.reranker_onnx import OnnxCrossEncoder, is_onnx_cross_encoder
-
-    model = model or default_reranker()
-    path = Path(model).expanduser()
-    key = (str(path.resolve()) if path.exists() else model, max_length, precision)
-    with _CACHE_LOCK:
-        ce = _CACHE.get(key)
-        if ce is None:
-            if is_onnx_cross_encoder(path):
-                ce = OnnxCrossEncoder(path, max_length=max_length)
-            else:
-                ce = CrossEncoder(model, max_length=max_length, precision=precision)
-            _CACHE[key] = ce
-        return ce

