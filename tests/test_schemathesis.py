@@ -62,7 +62,8 @@ def _serve(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, str]
     raise AssertionError(f"hopgraph serve did not start: {proc.communicate()[0][-3000:]}")
 
 
-def _schemathesis(url: str, examples: int, *extra: str) -> None:
+def _schemathesis(url: str, examples: int, cwd: Path, *extra: str) -> None:
+    """Run schemathesis in ``cwd`` (it keeps its state in ``.schemathesis/`` there)."""
     env = {**os.environ, "PYTHONPATH": str(HOOKS), "SCHEMATHESIS_HOOKS": "hopgraph_hooks"}
     command = [
         sys.executable, "-m", "schemathesis.cli", "run", f"{url}/openapi.json", "--checks", "all",
@@ -70,7 +71,7 @@ def _schemathesis(url: str, examples: int, *extra: str) -> None:
         "--seed", "0", "--generation-database", "none", "--no-color", "--request-timeout", "60",
         *extra,
     ]  # fmt: skip
-    run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, cwd=cwd)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-12000:]
     assert "passed" in out and "Stateful" in out, out[-3000:]
@@ -84,12 +85,12 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def test_schemathesis_plain_server(sparse_dir):
+def test_schemathesis_plain_server(sparse_dir, tmp_path):
     """No token: the writes are open (loopback), every route of the served index."""
     env = {k: v for k, v in os.environ.items() if k != "HOPGRAPH_TOKEN"}
     proc, url = _serve([str(sparse_dir)], env)
     try:
-        _schemathesis(url, 5)
+        _schemathesis(url, 5, tmp_path)
     finally:
         _stop(proc)
 
@@ -100,6 +101,6 @@ def test_schemathesis_token_and_named_indexes(sparse_dir, tmp_path):
     env = {**os.environ, "HOPGRAPH_TOKEN": TOKEN}
     proc, url = _serve([str(sparse_dir), "--indexes-dir", str(tmp_path / "named")], env)
     try:
-        _schemathesis(url, 3, "-H", f"Authorization: Bearer {TOKEN}")
+        _schemathesis(url, 3, tmp_path, "-H", f"Authorization: Bearer {TOKEN}")
     finally:
         _stop(proc)
