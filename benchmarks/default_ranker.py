@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/default_ranker.py --data-dir ../shared/data            # the model
     .venv/bin/python benchmarks/default_ranker.py --data-dir ../shared/data --lodo     # + LOFO rows
+        [--save-lodo DIR]   # also write each held-out ranker to DIR/<family>.json
     .venv/bin/python benchmarks/default_ranker.py --data-dir ../shared/data --ablation # + ablation
 
 Training questions: the train sets and dev questions of ``../shared/data`` (hotpotqa_train,
@@ -149,6 +150,10 @@ def main() -> None:
     ap.add_argument("--index-dir", default=None, help="index cache (default: hopgraph's)")
     ap.add_argument("--out", default=str(ROOT / "src/hopgraph/models/multihop-ranker.json"))
     ap.add_argument("--lodo", action="store_true", help="leave-one-family-out rows")
+    ap.add_argument(
+        "--save-lodo", default=None,
+        help="with --lodo: write each held-out ranker to DIR/<family>.json (multihop.model=...)",
+    )  # fmt: skip
     ap.add_argument("--ablation", action="store_true", help="LOFO rows per dropped signal")
     ap.add_argument("--no-model", action="store_true", help="do not write the model")
     ap.add_argument("--pseudo", type=int, default=PSEUDO, help="pseudo-queries per corpus")
@@ -167,18 +172,21 @@ def main() -> None:
         ranker.save(args.out)
         print(f"wrote {args.out} in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
 
-    def lofo(s: HopSettings) -> dict:
+    def lofo(s: HopSettings, save: Path | None = None) -> dict:
         out = {}
         cache: dict = {}
         for fam in EVALUATED:
             ranker = train(corpora, s, exclude=fam, progress=False, cache=cache)
+            if save is not None:
+                save.mkdir(parents=True, exist_ok=True)
+                ranker.save(save / f"{fam}.json")
             target = evaluated_corpus(fam, data_dir, index_dir, corpora)
             out[fam] = evaluate_ranker(target, ranker, s)
             print(f"  held out {fam}: {json.dumps(out[fam])}", file=sys.stderr)
         return out
 
     if args.lodo:
-        results["lofo"] = lofo(settings)
+        results["lofo"] = lofo(settings, Path(args.save_lodo) if args.save_lodo else None)
     if args.ablation:
         from dataclasses import replace
 

@@ -246,11 +246,14 @@ def make_corpus(
     sources: Sequence[str] = SOURCES,
     overwrite: bool = False,
     progress: bool = True,
+    skip_pool_titles: bool = False,
 ) -> dict[str, Any]:
     """Write the ``n``-passage corpus of ``dataset`` (a set under ``data_dir`` with
     ``corpus.jsonl`` and ``questions.jsonl``) to the folder ``out``; returns what
     ``out/scale.json`` records. ``sources``: the sets buried with the pool (the dataset itself
-    is skipped among them)."""
+    is skipped among them). ``skip_pool_titles``: leave out every other passage whose title a
+    pool passage has (not only exact duplicates), so no distractor is another version of a
+    pool page (the realistic pools of benchmarks/realistic_pools.py)."""
     data, folder = Path(data_dir), Path(out)
     if n < 1:
         raise SystemExit(f"error: --n must be >= 1, got {n}")
@@ -261,14 +264,19 @@ def make_corpus(
         raise SystemExit(f"error: {folder / 'corpus.jsonl'} exists; pass --overwrite")
     pool = read_set(data, dataset)
     seen = {(p.title, p.text) for p in pool}
+    pool_titles = {p.title for p in pool} if skip_pool_titles else set()
     others: list[Source] = []
     duplicates: dict[str, int] = {}
+    title_skips: dict[str, int] = {}
     for name in sources:
         if name == dataset:
             continue
         for p in read_set(data, name):
             if (p.title, p.text) in seen:
                 duplicates[name] = duplicates.get(name, 0) + 1
+                continue
+            if p.title in pool_titles:
+                title_skips[name] = title_skips.get(name, 0) + 1
                 continue
             seen.add((p.title, p.text))
             others.append(p)
@@ -339,6 +347,7 @@ def make_corpus(
         "order": ["pool:" + dataset, *[s for s in sources if s != dataset], "synthetic"],
         "by_source": {k: v.to_json() for k, v in by_source.items()},
         "duplicates_skipped": duplicates,
+        "pool_titles_skipped": title_skips if skip_pool_titles else None,
         "real_passages_available": len(pool) + len(others),
         "synthetic_made_from": sorted({p.dataset for p in makers}),
         "checks": {

@@ -158,3 +158,28 @@ def test_real_data_byte_identical(scale, data_dir, tmp_path):
     for q in orig.questions:
         for g in q.gold:
             assert ds.corpus.get(g).title == orig.corpus.get(g).title
+
+
+def test_skip_pool_titles_leaves_out_other_versions_of_pool_pages(scale, small_data, tmp_path):
+    """With skip_pool_titles, a passage of another set whose title a pool passage has is left
+    out even when its text differs; the rest are as without it."""
+    pool = _lines(small_data / "demo" / "corpus.jsonl")
+    variant = {"idx": 0, "title": pool[5]["title"], "text": "Another version of this page."}
+    wiki_c = [variant, {"idx": 1, "title": "Unrelated page", "text": "Nothing shared here."}]
+    _write(small_data / "wiki_c" / "corpus.jsonl", wiki_c)
+    n = len(pool) + 60
+    kept = scale.make_corpus(
+        "demo", n, tmp_path / "plain", small_data, sources=(*SOURCES, "wiki_c")
+    )
+    skipped = scale.make_corpus(
+        "demo", n, tmp_path / "skip", small_data, sources=(*SOURCES, "wiki_c"),
+        skip_pool_titles=True,
+    )  # fmt: skip
+    plain_texts = {r["text"] for r in _lines(tmp_path / "plain" / "corpus.jsonl")}
+    skip_rows = _lines(tmp_path / "skip" / "corpus.jsonl")
+    assert variant["text"] in plain_texts and kept["pool_titles_skipped"] is None
+    assert variant["text"] not in {r["text"] for r in skip_rows}
+    assert "Nothing shared here." in {r["text"] for r in skip_rows}
+    assert skipped["pool_titles_skipped"] == {"wiki_c": 1}
+    pool_titles = {r["title"] for r in pool}
+    assert sum(r["title"] in pool_titles for r in skip_rows) == len(pool)  # only the pool's own
