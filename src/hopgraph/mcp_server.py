@@ -218,7 +218,7 @@ class IndexTools:
             whys = ranking.explanations
         except HopgraphError as exc:  # unknown method, missing part, bad filter: for the agent
             raise ToolError(str(exc)) from None
-        corpus = self.index.corpus
+        corpus = retriever.index.corpus  # the generation that ranked (another may follow)
         hits = []
         for rank, (pid, score, why) in enumerate(
             zip(ranking.ids, ranking.scores, whys, strict=True), start=1
@@ -236,7 +236,8 @@ class IndexTools:
                 )
             )
         crowded = int(ranking.info.get("crowded_out", 0))
-        note = self.choice.note if retriever.name == self.choice.method else ""
+        chose = self.requested is None if method is None else is_default(method)
+        note = self.choice.note if chose else ""  # a search that named no method
         return SearchResult(
             query=query, method=retriever.name, k=k, hits=hits, crowded_out=crowded, note=note
         )
