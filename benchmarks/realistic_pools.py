@@ -17,10 +17,10 @@ arguments give a byte-identical ``corpus.jsonl`` (its sha256 is in ``scale.json`
 Each set is then evaluated twice in one run, on its own small pool and on the grown one, with
 ``hopgraph eval`` (each in its own process; k = 1, 2, 5, 10; the default index, built once and
 cached). ``--held-out-models DIR``: the default method reads ``DIR/<set>.json``, the ranker
-fitted without that set's family (``benchmarks/default_ranker.py --lodo --save-lodo DIR``), so
-its rows are set held out; without it they use the shipped ranker, which saw these dev
-questions in training. Reported per set, pool and method: R@1/2/5/10, p50 ms, and R@5 by the
-number of gold passages (MuSiQue's 2-, 3- and 4-hop questions).
+fitted without that set's family, dev and train (``benchmarks/default_ranker.py --lodo
+--save-lodo DIR``), so its rows are family held out; without it they use the shipped ranker,
+which saw these dev questions in training. Reported per set, pool and method: R@1/2/5/10, p50
+ms, and R@5 by the number of gold passages (MuSiQue's 2-, 3- and 4-hop questions).
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ def evaluate(dataset: str, data_dir: Path, methods: list[str], model: Path | Non
 
 
 def _label(method: str) -> str:
-    """``multihop[model=.../musique.json]`` → ``default (set held out)``."""
-    return "default (set held out)" if method.startswith("multihop[model=") else method
+    """``multihop[model=.../musique.json]`` → ``default (family held out)``."""
+    return "default (family held out)" if method.startswith("multihop[model=") else method
 
 
 def summarize(result: dict) -> dict[str, Any]:
