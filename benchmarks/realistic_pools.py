@@ -2,8 +2,8 @@
 retrievers were measured on, with real Wikipedia passages of the other sets as distractors.
 
     python benchmarks/realistic_pools.py --data-dir ../shared/data \\
-        [--sets musique,hotpotqa] [--methods default,rrf,graph_rrf] \\
-        [--held-out-models DIR] [--work ~/.cache/hopgraph/datasets/realistic] \\
+        [--sets musique,hotpotqa] [--methods rrf,graph_rrf] \\
+        [--work ~/.cache/hopgraph/datasets/realistic] \\
         [--out benchmarks/results/realistic_pools.json]
 
 Sizes: MuSiQue 11,656 passages, HotpotQA 9,811 (HippoRAG's corpora for the same questions).
@@ -14,13 +14,14 @@ not Wikipedia pages), leaving out every passage whose title the pool holds and e
 duplicate: ``benchmarks/scale.py``'s ``make_corpus`` with ``skip_pool_titles``. The same
 arguments give a byte-identical ``corpus.jsonl`` (its sha256 is in ``scale.json`` and here).
 
-Each set is then evaluated twice in one run, on its own small pool and on the grown one, with
+Each set is then evaluated on its own small pool and on the grown one, in one run, with
 ``hopgraph eval`` (each in its own process; k = 1, 2, 5, 10; the default index, built once and
-cached). ``--held-out-models DIR``: the default method reads ``DIR/<set>.json``, the ranker
-fitted without that set's family, dev and train (``benchmarks/default_ranker.py --lodo
---save-lodo DIR``), so its rows are family held out; without it they use the shipped ranker,
-which saw these dev questions in training. Reported per set, pool and method: R@1/2/5/10, p50
-ms, and R@5 by the number of gold passages (MuSiQue's 2-, 3- and 4-hop questions).
+cached). The default method runs with rankers refitted as ``benchmarks/default_pipeline.py``
+does (the shipped ranker saw these dev questions): **set held out** (without the evaluated
+dev set; HotpotQA and MuSiQue keep their train sets, as the README's figures) and **family
+held out** (without the family's dev and train sets). Reported per set, pool and method:
+R@1/2/5/10, p50 ms, and R@5 by the number of gold passages (MuSiQue's 2-, 3- and 4-hop
+questions).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from default_pipeline import held_out_rankers
 from scale import make_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +60,7 @@ def grown_pool(name: str, data_dir: Path, work: Path, seed: int = 0) -> tuple[Pa
     return folder, info
 
 
-def evaluate(dataset: str, data_dir: Path, methods: list[str], model: Path | None) -> list[dict]:
+def evaluate(dataset: str, data_dir: Path, methods: list[str], model: str | None) -> list[dict]:
     """``hopgraph eval`` of ``dataset`` (a name under ``data_dir`` or a folder) in its own
     process; the per-method results with their per-question rows."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,8 +77,10 @@ def evaluate(dataset: str, data_dir: Path, methods: list[str], model: Path | Non
 
 
 def _label(method: str) -> str:
-    """``multihop[model=.../musique.json]`` → ``default (family held out)``."""
-    return "default (family held out)" if method.startswith("multihop[model=") else method
+    """``multihop[model=.../musique-set.json]`` → ``default (set held out)``."""
+    if method.startswith("multihop[model="):
+        return "default (family held out)" if "-family.json" in method else "default (set held out)"
+    return method
 
 
 def summarize(result: dict) -> dict[str, Any]:
@@ -99,8 +103,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", default=os.environ.get("HOPGRAPH_DATA", "../shared/data"))
     ap.add_argument("--sets", default="musique,hotpotqa")
-    ap.add_argument("--methods", default="default,rrf,graph_rrf")
-    ap.add_argument("--held-out-models", default=None, help="folder of <set>.json rankers")
+    ap.add_argument("--methods", default="rrf,graph_rrf", help="besides the default")
     ap.add_argument("--work", default=str(Path.home() / ".cache/hopgraph/datasets/realistic"))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/realistic_pools.json"))
@@ -108,21 +111,18 @@ def main() -> None:
     data_dir = Path(args.data_dir).resolve()
     methods = [m for m in args.methods.split(",") if m]
     report: dict[str, Any] = {"command": " ".join(sys.argv), "sets": {}}
-    for name in args.sets.split(","):
+    names = args.sets.split(",")
+    rankers = held_out_rankers(data_dir, None, Path(tempfile.mkdtemp(prefix="rankers-")), names)
+    for name in names:
         folder, info = grown_pool(name, data_dir, Path(args.work), args.seed)
-        model = None
-        if args.held_out_models:
-            model = Path(args.held_out_models).resolve() / f"{name}.json"
-            if not model.is_file():
-                raise SystemExit(f"error: no held-out ranker at {model}")
         entry: dict[str, Any] = {
             "grown_pool": {"passages": info["passages"], "sha256": info["sha256"],
                       "by_source": {k: v["passages"] for k, v in info["by_source"].items()},
                       "pool_titles_skipped": info["pool_titles_skipped"]},
-            "ranker": str(model) if model else "shipped (saw the dev questions)",
         }  # fmt: skip
         for label, dataset in (("small", name), ("grown", str(folder))):
-            results = evaluate(dataset, data_dir, methods, model)
+            results = evaluate(dataset, data_dir, ["default", *methods], rankers[name]["set"])
+            results += evaluate(dataset, data_dir, ["default"], rankers[name]["family"])
             entry[label] = {_label(r["method"]): summarize(r) for r in results}
             print(f"{name} {label}: " + json.dumps(entry[label]), file=sys.stderr)
         report["sets"][name] = entry
