@@ -5,15 +5,13 @@ restart; creating and dropping need the token."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from live_server import start_server
 
 from hopgraph.defaults import DEFAULT_PARTS
 from hopgraph.index import Index
@@ -322,29 +320,11 @@ def test_a_restart_serves_the_named_indexes_again(index_dir, named_dir):
         _app(index_dir, named_dir)
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _serve(index_dir: Path, named_dir: Path) -> tuple[subprocess.Popen, str]:
-    port = _port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hopgraph.cli", "serve", str(index_dir), "--port", str(port),
-         "--indexes-dir", str(named_dir), "--max-indexes", "4", "--log-level", "warning"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    return start_server(
+        [str(index_dir), "--indexes-dir", str(named_dir), "--max-indexes", "4", "--log-level",
+         "warning"]
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(f"{url}/health").status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError(f"server did not start: {proc.communicate()[1]}")
 
 
 def test_the_command_serves_named_indexes_across_restarts(index_dir, named_dir):

@@ -11,14 +11,12 @@ tests/schemathesis/hopgraph_hooks.py; anything else schemathesis finds fails the
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
+from live_server import start_server, stop_server
 
 from hopgraph.corpus import load_corpus
 from hopgraph.data import demo_dataset_path
@@ -37,31 +35,6 @@ def sparse_dir(tmp_path_factory):
     return folder
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _serve(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    port = _port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hopgraph.cli", "serve", *args, "--port", str(port),
-         "--log-level", "warning"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(f"{url}/health").status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError(f"hopgraph serve did not start: {proc.communicate()[0][-3000:]}")
-
-
 def _schemathesis(url: str, examples: int, cwd: Path, *extra: str) -> None:
     """Run schemathesis in ``cwd`` (it keeps its state in ``.schemathesis/`` there)."""
     env = {**os.environ, "PYTHONPATH": str(HOOKS), "SCHEMATHESIS_HOOKS": "hopgraph_hooks"}
@@ -77,30 +50,23 @@ def _schemathesis(url: str, examples: int, cwd: Path, *extra: str) -> None:
     assert "passed" in out and "Stateful" in out, out[-3000:]
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
 def test_schemathesis_plain_server(sparse_dir, tmp_path):
     """No token: the writes are open (loopback), every route of the served index."""
     env = {k: v for k, v in os.environ.items() if k != "HOPGRAPH_TOKEN"}
-    proc, url = _serve([str(sparse_dir)], env)
+    proc, url = start_server([str(sparse_dir), "--log-level", "warning"], env=env, timeout=120)
     try:
         _schemathesis(url, 5, tmp_path)
     finally:
-        _stop(proc)
+        stop_server(proc)
 
 
 def test_schemathesis_token_and_named_indexes(sparse_dir, tmp_path):
     """A token and named indexes: the writes need the token (schemathesis checks that they
     refuse requests without it), indexes are created, searched, changed and dropped."""
     env = {**os.environ, "HOPGRAPH_TOKEN": TOKEN}
-    proc, url = _serve([str(sparse_dir), "--indexes-dir", str(tmp_path / "named")], env)
+    args = [str(sparse_dir), "--indexes-dir", str(tmp_path / "named"), "--log-level", "warning"]
+    proc, url = start_server(args, env=env, timeout=120)
     try:
         _schemathesis(url, 3, tmp_path, "-H", f"Authorization: Bearer {TOKEN}")
     finally:
-        _stop(proc)
+        stop_server(proc)

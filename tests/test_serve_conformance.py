@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import subprocess
-import sys
-import time
 
 import httpx
 import jsonschema
 import pytest
 from fastapi.testclient import TestClient
+from live_server import start_server, stop_server
 
 from hopgraph.corpus import load_corpus
 from hopgraph.data import demo_dataset_path
@@ -250,30 +247,12 @@ def test_integer_fields_take_integral_floats(client):
     assert r.status_code == 422 and r.json()["error"]["type"] == "k_too_large"
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_over_http_with_hopgraph_serve(sparse_dir, tmp_path):
     """`curl -sI /health` and `curl -X OPTIONS /passages/13` against the real server."""
-    port = _port()
     env = {**os.environ, "HOPGRAPH_TOKEN": TOKEN}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hopgraph.cli", "serve", str(sparse_dir), "--port", str(port),
-         "--role", "reader", "--log-level", "warning"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    args = [str(sparse_dir), "--role", "reader", "--log-level", "warning"]
+    proc, url = start_server(args, env=env)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if httpx.get(f"{url}/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
         head = httpx.head(f"{url}/health")
         assert head.status_code == 200 and head.content == b""
         assert int(head.headers["content-length"]) == len(httpx.get(f"{url}/health").content)
@@ -282,5 +261,4 @@ def test_over_http_with_hopgraph_serve(sparse_dir, tmp_path):
         spec = httpx.get(f"{url}/openapi.json").json()
         assert spec["paths"]["/passages"]["post"]["security"] == [{"bearerToken": []}]
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_server(proc)

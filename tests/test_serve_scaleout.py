@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from live_server import free_port, start_server
 
 from hopgraph.atomic import WriterRole
 from hopgraph.corpus import load_corpus
@@ -32,29 +32,9 @@ def index_dir(tmp_path) -> Path:
     return folder
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _serve(index_dir: Path, *extra: str) -> tuple[subprocess.Popen, str]:
-    port = _port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hopgraph.cli", "serve", str(index_dir), "--port", str(port),
-         "--reload-interval", "0.2", "--log-level", "warning", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(f"{url}/health").status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError(f"server did not start: {proc.communicate()[1]}")
+    args = [str(index_dir), "--reload-interval", "0.2", "--log-level", "warning", *extra]
+    return start_server(args)
 
 
 def _until(check, seconds: float = 15.0) -> bool:
@@ -90,7 +70,7 @@ def test_one_writer_and_readers_that_follow_it(index_dir):
         # a second writer cannot start while the role is held
         third = subprocess.run(
             [sys.executable, "-m", "hopgraph.cli", "serve", str(index_dir), "--role", "writer",
-             "--port", str(_port())],
+             "--port", str(free_port())],
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert third.returncode != 0 and "already has a writer" in third.stderr

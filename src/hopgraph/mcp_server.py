@@ -52,9 +52,8 @@ from hopgraph.retrieve.registry import (
     default_choice,
     get_retriever,
     is_default,
-    list_methods,
     method_class,
-    method_parts,
+    supported_methods,
 )
 
 MAX_K = 100
@@ -188,14 +187,7 @@ class IndexTools:
 
     def available_methods(self) -> list[str]:
         """The methods this index has the parts for (with their default parameters)."""
-        out = []
-        for name in list_methods():
-            try:
-                if not self.index.missing(method_parts(name)):
-                    out.append(name)
-            except HopgraphError:  # a method that needs a parameter (e.g. model=FOLDER)
-                continue
-        return out
+        return supported_methods(self.index)
 
     def search(
         self,

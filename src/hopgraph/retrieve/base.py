@@ -426,6 +426,20 @@ def list_methods() -> list[str]:
     return sorted(_METHODS)
 
 
+def supported_methods(index: Index | None = None) -> list[str]:
+    """The methods that run without parameters (``grapher_gat`` needs ``model``) on ``index``:
+    whose parts, with their default parameters, it has (None: an index with every part)."""
+    out = []
+    for name in list_methods():
+        try:
+            parts = method_parts(name)
+        except ConfigError:  # a method that needs a parameter
+            continue
+        if index is None or not index.missing(parts):
+            out.append(name)
+    return out
+
+
 def method_parts(name: str | None, params: dict[str, Any] | None = None) -> tuple[str, ...]:
     """The index parts method ``name`` needs with ``params``."""
     cls = method_class(name)

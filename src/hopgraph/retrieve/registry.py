@@ -27,6 +27,7 @@ from hopgraph.retrieve.base import (
     method_parts,
     register_method,
     resolve_method_name,
+    supported_methods,
 )
 from hopgraph.retrieve.dense import DenseRetriever
 from hopgraph.retrieve.fastinsight import FastInsightRetriever, GARRetriever, RerankRetriever
@@ -61,6 +62,7 @@ __all__ = [
     "method_parts",
     "register_method",
     "resolve_method_name",
+    "supported_methods",
 ]
 
 BUILTIN_METHODS: tuple[type[Retriever], ...] = (

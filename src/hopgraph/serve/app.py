@@ -45,7 +45,6 @@ from hopgraph.errors import (
     UpdateError,
 )
 from hopgraph.filters import validate_filter
-from hopgraph.index import Index
 from hopgraph.index.registry import available_parts
 from hopgraph.jsonable import jsonable
 from hopgraph.retrieve.ranking import Ranking
@@ -57,6 +56,7 @@ from hopgraph.retrieve.registry import (
     list_methods,
     method_class,
     method_parts,
+    supported_methods,
 )
 from hopgraph.serve import page
 from hopgraph.serve import schemas as s
@@ -182,20 +182,6 @@ def create_app(index_dir: str, settings: Settings | None = None) -> FastAPI:
             responses={404: {"model": s.ErrorResponse, "description": "unknown index"}},
         )
     return app
-
-
-def supported_methods(index: Index | None) -> list[str]:
-    """The methods that run without parameters (``grapher_gat`` needs ``model``) on ``index``
-    (whose parts they need with their default parameters), or on an index with every part."""
-    out = []
-    for name in list_methods():
-        try:
-            parts = method_parts(name)
-        except ConfigError:
-            continue
-        if index is None or not index.missing(parts):
-            out.append(name)
-    return out
 
 
 def _router(
