@@ -114,10 +114,15 @@ def comparisons(results, key: str) -> dict[str, dict]:
 
 
 def held_out_rankers(
-    data_dir: Path, index_dir: Path | None, folder: Path, names: list[str] | None = None
+    data_dir: Path,
+    index_dir: Path | None,
+    folder: Path,
+    names: list[str] | None = None,
+    trainer=train,
 ) -> dict[str, dict]:
     """Ranker files fitted without each evaluated set (``set``) and without its family
-    (``family``), as :mod:`default_ranker` fits the shipped one; for ``names`` (default: every
+    (``family``), as :mod:`default_ranker` fits the shipped one (``trainer``: ``train``, or
+    ``train_both`` for the models without passage vectors too); for ``names`` (default: every
     evaluated set)."""
     corpora = training_corpora(data_dir, index_dir)
     s = MultihopParams().settings()
@@ -126,8 +131,8 @@ def held_out_rankers(
     # hold out one corpus only (with the pseudo-queries drawn from it)
     by_name = [replace(c, family=c.source or c.name) for c in corpora]
     for name in names or [n for n, _ in SETS]:
-        family = train(corpora, s, exclude=name, progress=False, cache=cache)
-        alone = train(by_name, s, exclude=corpus_name(name), progress=False, cache=cache)
+        family = trainer(corpora, s, exclude=name, progress=False, cache=cache)
+        alone = trainer(by_name, s, exclude=corpus_name(name), progress=False, cache=cache)
         out[name] = {
             "family": str(family.save(folder / f"{name}-family.json")),
             "set": str(alone.save(folder / f"{name}-set.json")),

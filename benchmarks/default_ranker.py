@@ -33,7 +33,7 @@ from hopgraph.index import Index
 from hopgraph.retrieve.hop_features import HopSettings
 from hopgraph.retrieve.multihop import MultihopParams
 from hopgraph.training.pseudo import pseudo_training_corpus
-from hopgraph.training.ranker import TrainingCorpus, evaluate_ranker, train
+from hopgraph.training.ranker import TrainingCorpus, evaluate_ranker, train, train_both
 
 ROOT = Path(__file__).resolve().parents[1]
 # (name, split, family); dev questions are the ones the README's tables report
@@ -156,6 +156,10 @@ def main() -> None:
     )  # fmt: skip
     ap.add_argument("--ablation", action="store_true", help="LOFO rows per dropped signal")
     ap.add_argument("--no-model", action="store_true", help="do not write the model")
+    ap.add_argument(
+        "--no-vectors", action="store_true",
+        help="--lodo rows of the models for an index without passage vectors (the dense part)",
+    )  # fmt: skip
     ap.add_argument("--pseudo", type=int, default=PSEUDO, help="pseudo-queries per corpus")
     ap.add_argument("--results", default=str(ROOT / "benchmarks/results/default_ranker.json"))
     args = ap.parse_args()
@@ -163,12 +167,17 @@ def main() -> None:
     index_dir = Path(args.index_dir) if args.index_dir else None
     corpora = training_corpora(data_dir, index_dir, args.pseudo)
     settings = MultihopParams().settings()
-    results: dict = {"settings": {k: v for k, v in settings.__dict__.items() if k != "drop"}}
+    results: dict = {
+        "settings": {k: v for k, v in settings.__dict__.items() if k not in ("drop", "vectors")}
+    }
     if Path(args.results).exists():
         results = {**json.loads(Path(args.results).read_text()), **results}
+    if args.no_vectors:  # the rows below: the models for an index without passage vectors
+        settings = replace(settings, vectors=False)
+        results = {**results, "no_vectors": results.get("no_vectors", {})}
     if not args.no_model:
         t0 = time.perf_counter()
-        ranker = train(corpora, settings)
+        ranker = train_both(corpora, settings)  # with and without passage vectors, one file
         ranker.save(args.out)
         print(f"wrote {args.out} in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
 
@@ -185,11 +194,10 @@ def main() -> None:
             print(f"  held out {fam}: {json.dumps(out[fam])}", file=sys.stderr)
         return out
 
+    rows = results["no_vectors"] if args.no_vectors else results
     if args.lodo:
-        results["lofo"] = lofo(settings, Path(args.save_lodo) if args.save_lodo else None)
+        rows["lofo"] = lofo(settings, Path(args.save_lodo) if args.save_lodo else None)
     if args.ablation:
-        from dataclasses import replace
-
         results["ablation"] = {}
         for label, change in ABLATIONS.items():
             print(label, file=sys.stderr)

@@ -11,7 +11,7 @@ from hopgraph.defaults import DEFAULT_PARTS, default_build
 from hopgraph.errors import ConfigError
 from hopgraph.eval import evaluate
 from hopgraph.index import Index
-from hopgraph.models.ranker import CORPUS_KINDS, load_ranker
+from hopgraph.models.ranker import CORPUS_KINDS, NO_VECTORS, load_ranker
 from hopgraph.retrieve import get_retriever
 from hopgraph.retrieve.base import DEFAULT_METHOD, method_class
 from hopgraph.retrieve.hop_features import FEATURES, HopSettings
@@ -141,12 +141,12 @@ def test_features_are_finite_and_named(demo_dataset, default_index):
 def test_shipped_ranker_matches_the_features():
     rankers = load_ranker()
     assert rankers.features == FEATURES
-    assert set(rankers.rankers) == set(CORPUS_KINDS)
+    assert set(rankers.rankers) == {*CORPUS_KINDS, *(k + NO_VECTORS for k in CORPUS_KINDS)}
     trained = rankers.meta["trained_on"]
     assert set(trained["entity_titles"]) >= {"hotpotqa", "musique", "2wikimultihopqa"}
     assert "scifact" not in trained["entity_titles"]
     assert "scifact" in trained["plain_titles"]
-    for kind in CORPUS_KINDS:
+    for kind in rankers.rankers:
         ranker = rankers.for_kind(kind)
         x = np.zeros((3, len(FEATURES)))
         x[1, FEATURES.index("bm25")] = 1.0

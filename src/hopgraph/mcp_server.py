@@ -320,7 +320,7 @@ def _search_description(tools: IndexTools, others: list[str]) -> str:
         "",
         f"Method `{cls.name}`: {cls.summary}.",
     ]
-    if tools.requested is None and tools.choice.fell_back:
+    if tools.requested is None and tools.choice.partial and tools.choice.works:
         lines.append(f"(The index lacks the default's parts: {tools.choice.note}.)")
     if cls.name == DEFAULT_METHOD:
         lines.append(
@@ -377,6 +377,6 @@ def run_stdio(
         file=sys.stderr,
         flush=True,
     )
-    if tools.requested is None and tools.choice.fell_back:
+    if tools.requested is None and tools.choice.partial and tools.choice.works:
         print(f"hopgraph mcp: {tools.choice.note}", file=sys.stderr, flush=True)
     anyio.run(server.run_stdio_async)

@@ -167,10 +167,11 @@ def serve_cmd(
     from hopgraph.retrieve.base import DEFAULT_METHOD, default_choice
 
     choice = default_choice(served)
-    if choice.missing:  # searches without a method fall back until the parts are added
-        uses = f"use {choice.method!r}" if choice.fell_back else "fail"
+    if choice.partial and choice.works:  # a fallback, or the default without its vectors
+        click.echo(f"note: searches without a method: {choice.note}", err=True)
+    elif choice.partial:
         click.echo(
-            f"warning: searches without a method {uses}: the default, {DEFAULT_METHOD!r}, needs "
+            f"warning: searches without a method fail: the default, {DEFAULT_METHOD!r}, needs "
             f"the {', '.join(choice.missing)} part{'s' if len(choice.missing) > 1 else ''}; "
             f"add with `{choice.command}` and restart the server",
             err=True,

@@ -26,6 +26,15 @@ from hopgraph.errors import ConfigError
 BUNDLED = "multihop-ranker.json"
 KIND = "lightgbm-lambdarank"
 CORPUS_KINDS = ("entity_titles", "plain_titles")
+NO_VECTORS = "_no_vectors"
+"""Suffix of the models for an index without passage vectors (sparse and entity parts only,
+or a staged build whose vectors are still being encoded): fitted on the same questions with
+every dense signal absent."""
+
+
+def ranker_kind(corpus_kind: str, vectors: bool = True) -> str:
+    """The model a corpus of ``corpus_kind`` is ranked by, with or without passage vectors."""
+    return corpus_kind if vectors else corpus_kind + NO_VECTORS
 
 
 @dataclass
@@ -65,6 +74,12 @@ class RankerSet:
 
     def for_kind(self, kind: str) -> HopRanker:
         if kind not in self.rankers:
+            if kind.endswith(NO_VECTORS):
+                raise ConfigError(
+                    f"ranker file has no model for an index without passage vectors "
+                    f"({kind!r}; benchmarks/default_ranker.py fits one): add the dense part "
+                    "(hopgraph add-parts INDEX_DIR --parts dense) or use a ranker file with it"
+                )
             raise ConfigError(f"ranker file has no model for {kind!r} corpora")
         return self.rankers[kind]
 

@@ -70,6 +70,8 @@ class Retriever(ABC):
     name: ClassVar[str]
     Params: ClassVar[type]
     requires: ClassVar[tuple[str, ...]] = ("sparse",)
+    optional: ClassVar[tuple[str, ...]] = ()
+    """Parts the method uses where the index has them and does without otherwise."""
     uses_dense: ClassVar[bool] = False
     summary: ClassVar[str] = ""
     filters_natively: ClassVar[bool] = False
@@ -338,12 +340,23 @@ class DefaultChoice:
 
     method: str
     missing: tuple[str, ...] = ()
-    """The parts of :data:`DEFAULT_METHOD` the index lacks; empty: the full default."""
+    """The parts of the full default (:data:`DEFAULT_METHOD` with every part it uses) the index
+    lacks; empty: the full default."""
     folder: str = "INDEX_DIR"
+    works: bool = True
+    """False when the index lacks what even the fallbacks need (a search then fails, naming
+    the parts to add)."""
 
     @property
     def fell_back(self) -> bool:
+        """Another method than :data:`DEFAULT_METHOD` is used."""
         return self.method != DEFAULT_METHOD
+
+    @property
+    def partial(self) -> bool:
+        """Not the full default: another method, or the default without an optional part (its
+        passage vectors)."""
+        return bool(self.missing)
 
     @property
     def command(self) -> str:
@@ -353,19 +366,23 @@ class DefaultChoice:
     @property
     def note(self) -> str:
         """One line: the method used instead of the full default and the command that adds its
-        parts ("" when the full default is used)."""
-        if not self.fell_back:
+        parts ("" when the full default is used, or when no method can search the index)."""
+        if not self.missing or not self.works:
             return ""
         n = len(self.missing)
-        return (
-            f"searched with {self.method!r}, not the default {DEFAULT_METHOD!r}: this index "
-            f"lacks its {', '.join(self.missing)} part{'s' if n > 1 else ''}; add "
-            f"{'them' if n > 1 else 'it'} with `{self.command}`"
-        )
+        lacks = f"this index lacks its {', '.join(self.missing)} part{'s' if n > 1 else ''}"
+        add = f"add {'them' if n > 1 else 'it'} with `{self.command}`"
+        if not self.fell_back:
+            return (
+                f"searched with the default {DEFAULT_METHOD!r} without passage vectors (its "
+                f"ranker fitted for that): {lacks}; {add}, or wait for a staged build to "
+                "finish encoding them"
+            )
+        return f"searched with {self.method!r}, not the default {DEFAULT_METHOD!r}: {lacks}; {add}"
 
     def info(self) -> dict[str, Any]:
-        """What a ranking's ``info`` says of a fallback (empty for the full default)."""
-        if not self.fell_back:
+        """What a ranking's ``info`` says of a partial default (empty for the full default)."""
+        if not self.missing or not self.works:
             return {}
         fallback = {"default": DEFAULT_METHOD, "missing_parts": list(self.missing)}
         return {"method": self.method, "default_fallback": {**fallback, "note": self.note}}
@@ -373,17 +390,25 @@ class DefaultChoice:
 
 def default_choice(index: Index) -> DefaultChoice:
     """The method a search without one uses on ``index``: :data:`DEFAULT_METHOD` when the index
-    has its parts, else the first of :data:`DEFAULT_FALLBACKS` it has the parts for (with the
-    default's missing parts, for the note); with none of them, the default itself (whose search
-    then fails naming the parts to add)."""
-    missing = index.missing(_default_parts(DEFAULT_METHOD))
+    has the parts it needs (with the parts it only uses where present, e.g. the passage vectors,
+    named in ``missing`` when absent), else the first of :data:`DEFAULT_FALLBACKS` it has the
+    parts for (with the default's missing parts, for the note); with none of them, the default
+    itself (whose search then fails naming the parts to add)."""
+    missing = index.missing(full_parts(DEFAULT_METHOD))
     if not missing:
         return DefaultChoice(DEFAULT_METHOD)
     folder = shlex.quote(str(index.path)) if index.path else "INDEX_DIR"
-    for name in DEFAULT_FALLBACKS:
+    for name in (DEFAULT_METHOD, *DEFAULT_FALLBACKS):
         if not index.missing(_default_parts(name)):
             return DefaultChoice(name, tuple(missing), folder)
-    return DefaultChoice(DEFAULT_METHOD, tuple(missing), folder)
+    return DefaultChoice(DEFAULT_METHOD, tuple(missing), folder, works=False)
+
+
+@functools.cache
+def full_parts(name: str) -> tuple[str, ...]:
+    """The parts method ``name`` needs with its default parameters, and those it uses where the
+    index has them (:attr:`Retriever.optional`): what a build for it makes."""
+    return tuple(dict.fromkeys([*_default_parts(name), *method_class(name).optional]))
 
 
 @functools.cache
@@ -454,6 +479,6 @@ def get_retriever(index: Index, name: str | None = None, **params: Any) -> Retri
     choice = default_choice(index) if is_default(name) else None
     cls = method_class(choice.method if choice else name)
     retriever = cls(index, make_options(cls.Params, params, what=f"method {cls.name!r}"))
-    if choice is not None and choice.fell_back:
+    if choice is not None and choice.partial and choice.works:
         retriever.default_fallback = choice.info()
     return retriever

@@ -76,7 +76,8 @@ def explain_hits(
                 "hop": _hop(corpus, found, row, x),
             }
         )
-    filled = f"RRF order (BM25 and dense), after multihop's {len(picked)} candidate hits"
+    order = "BM25 order" if found.fh.qvec is None else "RRF order (BM25 and dense)"
+    filled = f"{order}, after multihop's {len(picked)} candidate hits"
     for _ in range(len(picked), n_hits):
         out.append({"summary": "after the candidates, in RRF order (BM25 and dense)",
                     "filled": filled})  # fmt: skip

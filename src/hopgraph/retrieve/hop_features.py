@@ -54,6 +54,11 @@ FEATURES: tuple[str, ...] = (
     "entity_titles",  # 1 when the corpus's titles are entity names (title aliases detected on)
 )
 COL = {f: i for i, f in enumerate(FEATURES)}
+DENSE_FEATURES: tuple[str, ...] = (
+    "cosine", "cosine_gap", "dense_rank", "hop_cosine", "hop_gain", "bridge_cosine",
+)  # fmt: skip
+"""The features read from passage vectors: 0 on an index without them (the dense list's
+absent rank, −log(1 + n), would tell the ranker the corpus's size and nothing else)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,7 @@ class HopSettings:
     gcs_alpha: float = 0.5
     ngram_entities: bool = True
     drop: tuple[str, ...] = ()  # features zeroed (ablations)
+    vectors: bool = True  # False: no dense signal at all (an index without passage vectors)
 
 
 class EntityMaps:
@@ -143,9 +149,28 @@ def cosines(dense: Any, qvec: np.ndarray, depth: int) -> Any:
     return np.asarray(dense.scores(qvec), np.float64)
 
 
+class NoCosine:
+    """The cosine signal of an index without passage vectors: 0 for every passage, no top list
+    (behaves as :class:`CosineScores` does)."""
+
+    def __getitem__(self, rows: Any) -> Any:
+        if isinstance(rows, (int, np.integer)):
+            return 0.0
+        return np.zeros(len(np.asarray(rows)), np.float64)
+
+    def max(self, initial: float = -np.inf) -> float:
+        return initial
+
+    def top(self, k: int, *, positive_only: bool = False) -> np.ndarray:
+        return np.zeros(0, np.int64)
+
+
+NO_COSINE = NoCosine()
+
+
 def top_of(scores: Any, k: int, *, positive_only: bool = False) -> np.ndarray:
-    """:func:`top_k` of a full score array or of a :class:`CosineScores`."""
-    if isinstance(scores, CosineScores):
+    """:func:`top_k` of a full score array, a :class:`CosineScores` or :data:`NO_COSINE`."""
+    if isinstance(scores, CosineScores | NoCosine):
         return scores.top(k, positive_only=positive_only)
     return top_k(scores, k, positive_only=positive_only)
 
@@ -155,9 +180,9 @@ class FirstHop:
     """One query's first-hop signals over the whole corpus."""
 
     query: str
-    qvec: np.ndarray
+    qvec: np.ndarray | None  # None without passage vectors (``HopSettings.vectors`` off)
     bm25: np.ndarray
-    cos: np.ndarray
+    cos: Any  # an array, CosineScores, or NO_COSINE
     ppr: np.ndarray
     b_list: np.ndarray
     d_list: np.ndarray
@@ -192,18 +217,20 @@ def corpus_kind(index: Index) -> str:
     return "entity_titles" if index.part("entities").owns is not None else "plain_titles"
 
 
-def first_hop(index: Index, s: HopSettings, query: str, qvec: np.ndarray) -> FirstHop:
+def first_hop(index: Index, s: HopSettings, query: str, qvec: np.ndarray | None) -> FirstHop:
     """BM25, cosine, their RRF and PPR seeded by the query's entities and the RRF top
-    ``seed_k`` (SPRIG's graph_rrf with the own-page boost where titles are aliases)."""
+    ``seed_k`` (SPRIG's graph_rrf with the own-page boost where titles are aliases). Without
+    vectors (``s.vectors`` off), BM25 alone stands for the RRF and the cosine is 0."""
     return first_hops(index, s, [query], [qvec])[0]
 
 
 def first_hops(
-    index: Index, s: HopSettings, queries: Sequence[str], qvecs: Sequence[np.ndarray]
+    index: Index, s: HopSettings, queries: Sequence[str], qvecs: Sequence[np.ndarray | None]
 ) -> list[FirstHop]:
     """:func:`first_hop` of several queries: their PPR runs as one block (one sparse × dense
     product per step), which gives each query exactly the vector it gets alone."""
-    sparse, dense, ents = index.part("sparse"), index.part("dense"), index.part("entities")
+    sparse, ents = index.part("sparse"), index.part("entities")
+    dense = index.part("dense") if s.vectors else None
     n = len(index.corpus)
     deep = min(n, max(100, s.depth))
     boost = s.own_page_boost if ents.owns is not None else 1.0
@@ -211,8 +238,9 @@ def first_hops(
     firsts = []
     seeds = np.zeros((g.n_nodes, len(queries)))
     for j, (query, qvec) in enumerate(zip(queries, qvecs, strict=True)):
+        qvec = None if dense is None else qvec
         bm25 = np.asarray(sparse.scores(query), np.float64)
-        cos = cosines(dense, qvec, deep)
+        cos = NO_COSINE if dense is None else cosines(dense, qvec, deep)
         b_list = top_k(bm25, deep, positive_only=True)
         d_list = top_of(cos, deep)
         fused, _ = reciprocal_rank_fusion([b_list, d_list], s.k_rrf)
@@ -285,7 +313,7 @@ class Rewrites:
     anchors: list[int]
     texts: list[str]
     bm25: list[np.ndarray]
-    cos: list[np.ndarray]
+    cos: list[Any]  # NO_COSINE for each anchor without passage vectors
 
     def top(self, k: int) -> list[int]:
         out: list[int] = []
@@ -296,7 +324,7 @@ class Rewrites:
 
 
 def rewrites(index: Index, s: HopSettings, fh: FirstHop, anchors: list[int]) -> Rewrites:
-    sparse, dense, ents = index.part("sparse"), index.part("dense"), index.part("entities")
+    sparse, ents = index.part("sparse"), index.part("entities")
     qset = set(fh.query_entities.tolist())
     use = anchors[: s.rewrite_anchors]
     texts, bm = [], []
@@ -308,6 +336,9 @@ def rewrites(index: Index, s: HopSettings, fh: FirstHop, anchors: list[int]) -> 
         )
         texts.append(text)
         bm.append(np.asarray(sparse.scores(f"{fh.query} {text}"), np.float64))
+    if fh.qvec is None:  # no passage vectors
+        return Rewrites(use, texts, bm, [NO_COSINE] * len(use))
+    dense = index.part("dense")
     q = np.asarray(fh.qvec, np.float64)
     cs = []
     for a in use:
@@ -335,7 +366,7 @@ def features(
 ) -> HopFeatures:
     """The feature matrix of ``rows`` (columns in :data:`FEATURES` order) given the anchors and
     their bridge pages ``via`` (from :func:`bridges`)."""
-    dense, ents = index.part("dense"), index.part("entities")
+    ents = index.part("entities")
     n = len(index.corpus)
     maps = entity_maps(ents, n)
     X = np.zeros((len(rows), len(FEATURES)), np.float64)
@@ -378,11 +409,8 @@ def features(
             arg = link.argmax(axis=1)
             for i in np.flatnonzero(best > 0).tolist():
                 backlink_via[int(rows[i])] = int(A[has][arg[i]])
-        H = np.asarray(dense.vectors(A), np.float64) + np.asarray(fh.qvec, np.float64)[None, :]
-        H /= np.maximum(np.linalg.norm(H, axis=1, keepdims=True), 1e-12)
-        hop = np.asarray(dense.vectors(rows), np.float64) @ H.T
-        hop[self_hit] = -1.0
-        X[:, COL["hop_cosine"]] = hop.max(axis=1)
+        if fh.qvec is not None:  # (without passage vectors the hop cosine stays 0)
+            X[:, COL["hop_cosine"]] = _hop_cosine(index.part("dense"), fh.qvec, rows, A, self_hit)
         idf_q = maps.idf.copy()
         idf_q[q_ents] = 0.0  # sharing the question's own entities says nothing about a hop
         shared = (M.multiply(idf_q[None, :]).tocsr() @ maps.binary[A].T).toarray()
@@ -407,9 +435,22 @@ def features(
     )
     X[:, COL["gcs_lift"]] = smoothed - base
     X[:, COL["entity_titles"]] = 1.0 if ents.owns is not None else 0.0
-    if s.drop:
-        X[:, [COL[f] for f in s.drop]] = 0.0
+    drop = (*s.drop, *(DENSE_FEATURES if fh.qvec is None else ()))
+    if drop:
+        X[:, [COL[f] for f in drop]] = 0.0
     return HopFeatures(X, {r: v for r, v in via.items()}, backlink_via)
+
+
+def _hop_cosine(
+    dense: Any, qvec: np.ndarray, rows: np.ndarray, A: np.ndarray, self_hit: np.ndarray
+) -> np.ndarray:
+    """Each row's best cosine with ``normalise(q + v_anchor)`` over the anchors ``A`` (an
+    anchor itself excluded)."""
+    H = np.asarray(dense.vectors(A), np.float64) + np.asarray(qvec, np.float64)[None, :]
+    H /= np.maximum(np.linalg.norm(H, axis=1, keepdims=True), 1e-12)
+    hop = np.asarray(dense.vectors(rows), np.float64) @ H.T
+    hop[self_hit] = -1.0
+    return hop.max(axis=1)
 
 
 def _words(text: str) -> list[str]:

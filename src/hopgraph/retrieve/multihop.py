@@ -25,7 +25,7 @@ name the signals that lifted each hit, in words (:mod:`hopgraph.retrieve.explain
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,7 @@ from hopgraph.config import in_unit_interval, option, positive
 from hopgraph.errors import ConfigError
 from hopgraph.index import Index
 from hopgraph.index.profile import LEXICAL_GAP, lexical_weight
-from hopgraph.models.ranker import RankerSet, load_ranker
+from hopgraph.models.ranker import RankerSet, load_ranker, ranker_kind
 from hopgraph.retrieve.base import Retriever, allowed_rows
 from hopgraph.retrieve.hop_features import (
     FEATURES,
@@ -125,7 +125,7 @@ class MultihopParams:
     def settings(self) -> HopSettings:
         """The feature-extraction knobs: every parameter of the same name (all but ``model``)."""
         return HopSettings(**{f.name: getattr(self, f.name) for f in fields(HopSettings)
-                              if f.name != "drop"})  # fmt: skip
+                              if f.name not in ("drop", "vectors")})  # fmt: skip
 
 
 @dataclass
@@ -168,7 +168,8 @@ PPR_BLOCK = 16  # queries whose PPR runs as one (nodes × queries) block in a ba
 class MultihopRetriever(Retriever):
     name = "multihop"
     Params = MultihopParams
-    requires = ("sparse", "dense", "entities")
+    requires = ("sparse", "entities")
+    optional = ("dense",)  # without it, every dense signal is absent (see __init__)
     uses_dense = True
     summary = (
         "the recommended default: BM25, dense, entity-graph PPR and second-hop signals (bridge "
@@ -178,10 +179,17 @@ class MultihopRetriever(Retriever):
 
     def __init__(self, index: Index, params: MultihopParams):
         super().__init__(index, params)
-        self.ranker = shared_ranker(params.model).for_kind(corpus_kind(index))
-        self.settings = params.settings()
+        # without passage vectors (no dense part: sparse and entities only, or a staged build
+        # still encoding them) every dense signal is absent and a ranker fitted so ranks
+        self.vectors = index.has("dense")
+        self.uses_dense = self.vectors  # type: ignore[misc]
+        kind = ranker_kind(corpus_kind(index), self.vectors)
+        self.ranker = shared_ranker(params.model).for_kind(kind)
+        self.settings = replace(params.settings(), vectors=self.vectors)
         self.lexical = params.lexical_weight
-        if self.lexical < 0:  # from the corpus profile (measured now if the index has none)
+        if not self.vectors:  # BM25's weight is against dense's lead: nothing to weigh
+            self.lexical = 0.0
+        elif self.lexical < 0:  # from the corpus profile (measured now if the index has none)
             index.refresh_profile()
             self.lexical = lexical_weight(index.profile, params.lexical_gap)
         self.cross_encoder = None
@@ -195,16 +203,15 @@ class MultihopRetriever(Retriever):
     ) -> list[Ranking]:
         """The first hops of a batch share one PPR block (``PPR_BLOCK`` queries at a time, so
         the block stays small on large graphs); the rest is per query."""
-        vecs = [v for v in qvecs if v is not None]
         out: list[Ranking] = []
         for i in range(0, len(queries), PPR_BLOCK):
             part = queries[i : i + PPR_BLOCK]
-            fhs = first_hops(self.index, self.settings, part, vecs[i : i + PPR_BLOCK])
+            fhs = first_hops(self.index, self.settings, part, list(qvecs[i : i + PPR_BLOCK]))
             out += [self._rank(q, k, fh) for q, fh in zip(part, fhs, strict=True)]
         return out
 
     def _search(self, query: str, k: int, qvec: np.ndarray | None) -> Ranking:
-        assert qvec is not None
+        assert qvec is not None or not self.vectors
         return self._rank(query, k, first_hop(self.index, self.settings, query, qvec))
 
     def _rank(self, query: str, k: int, fh: FirstHop) -> Ranking:
@@ -223,7 +230,7 @@ class MultihopRetriever(Retriever):
             seen[rows] = True
             rest = filtered_rrf(
                 self.index.part("sparse"),
-                self.index.part("dense"),
+                self.index.part("dense") if self.vectors else None,
                 query,
                 fh.qvec,
                 np.flatnonzero(allowed & ~seen),

@@ -102,23 +102,24 @@ def composed_search(
 
 def filtered_rrf(
     sparse: SparsePart,
-    dense: DensePart,
+    dense: DensePart | None,
     query: str,
-    qvec: np.ndarray,
+    qvec: np.ndarray | None,
     rows: np.ndarray,
     k: int,
     k_rrf: float = 60.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """RRF of BM25 and cosine restricted to the passages ``rows`` (a filter, as in GRIEVER's
-    later iterations): the top-``k`` rows, their RRF scores and cosines."""
+    later iterations): the top-``k`` rows, their RRF scores and cosines. Without ``dense`` (an
+    index without passage vectors), BM25's order alone and cosines of 0."""
     if len(rows) == 0:
         empty = np.zeros(0, np.int64)
         return empty, np.zeros(0), np.zeros(0, np.float32)
     rows = np.asarray(rows, np.int64)
     bm25 = sparse.scores(query)[rows]
-    cos = dense.scores_for(qvec, rows)
+    cos = np.zeros(len(rows), np.float32) if dense is None else dense.scores_for(qvec, rows)
     by_bm25 = rows[top_k(bm25, len(rows), positive_only=True)]
-    by_cos = rows[top_k(cos, len(rows))]
+    by_cos = rows[top_k(cos, len(rows))] if dense is not None else np.zeros(0, np.int64)
     fused, scores = reciprocal_rank_fusion([by_bm25, by_cos], k_rrf)
     fused, scores = fused[:k], scores[:k]
     pos = {int(r): i for i, r in enumerate(rows.tolist())}

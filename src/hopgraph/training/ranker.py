@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from hopgraph.corpus import Dataset
 from hopgraph.eval.metrics import compute_all
 from hopgraph.index import Index
 from hopgraph.index.profile import lexical_weight
-from hopgraph.models.ranker import CORPUS_KINDS, HopRanker, RankerSet
+from hopgraph.models.ranker import CORPUS_KINDS, HopRanker, RankerSet, ranker_kind
 from hopgraph.retrieve.hop_features import FEATURES, HopSettings, corpus_kind
 from hopgraph.retrieve.multihop import final_order, score_candidates
 
@@ -137,15 +137,34 @@ def train(
         "trained_on": {
             kind: {c.name: len(c.dataset.questions) for c in cs} for kind, cs in fitted_on.items()
         },
-        "settings": {k: v for k, v in s.__dict__.items() if k != "drop"},
+        "settings": {k: v for k, v in s.__dict__.items() if k not in ("drop", "vectors")},
         "lightgbm": {"version": _lgb_version(), **LGB_PARAMS},
         "python": platform.python_version(),
     }
     rankers = {
-        kind: HopRanker(FEATURES, fit([cache[c.name] for c in cs]), meta)
+        ranker_kind(kind, s.vectors): HopRanker(FEATURES, fit([cache[c.name] for c in cs]), meta)
         for kind, cs in fitted_on.items()
     }
     return RankerSet(FEATURES, rankers, meta)
+
+
+def train_both(
+    corpora: Sequence[TrainingCorpus],
+    s: HopSettings,
+    *,
+    exclude: str | None = None,
+    progress: bool = True,
+    cache: dict[str, Any] | None = None,
+) -> RankerSet:
+    """:func:`train` with the passage vectors and without them (``s.vectors`` off: the models
+    for an index without its dense part), in one set: what the shipped file holds. ``cache``
+    keeps the candidates of both between calls."""
+    cache = {} if cache is None else cache
+    full = train(corpora, replace(s, vectors=True), exclude=exclude, progress=progress,
+                 cache=cache.setdefault("vectors", {}))  # fmt: skip
+    bare = train(corpora, replace(s, vectors=False), exclude=exclude, progress=progress,
+                 cache=cache.setdefault("no_vectors", {}))  # fmt: skip
+    return RankerSet(FEATURES, {**full.rankers, **bare.rankers}, full.meta)
 
 
 def _lgb_version() -> str:
@@ -162,9 +181,10 @@ def evaluate_ranker(
     candidates (for k ≤ 10 the candidates always fill the list, so this is the method's own
     ranking)."""
     ids = c.index.corpus.ids
-    ranker = rankers.for_kind(corpus_kind(c.index))
+    ranker = rankers.for_kind(ranker_kind(corpus_kind(c.index), s.vectors))
     c.index.refresh_profile()
-    weight = lexical_weight(c.index.profile)  # as multihop sets it from the corpus profile
+    # as multihop sets it from the corpus profile (0 without vectors)
+    weight = lexical_weight(c.index.profile) if s.vectors else 0.0
     rows: list[dict[str, float]] = []
     for q, v in zip(c.dataset.questions, c.qvecs, strict=True):
         found = score_candidates(c.index, s, q.text, v, ranker.score)
