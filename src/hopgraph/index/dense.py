@@ -15,6 +15,9 @@ ONNX Runtime, fp32); faster approximate encoders are ``precision=int8`` (onnx) a
 by the same encoder as the passages. From ``fast_encode_min_passages`` passages on, where the CPU
 has bf16, the passages themselves are encoded by PyTorch with bf16 weights (``passage_encoder``):
 ~1.7x the ONNX fp32 rate, cosine ~0.9999 to it, so the ONNX query vectors match them.
+``device=cuda`` (or ``auto`` where torch sees a CUDA device) encodes the passages instead by
+PyTorch in fp32 on the GPU (``torch-cuda``: the CPU's fp32 vectors up to float rounding); queries
+stay on the CPU encoder.
 """
 
 from __future__ import annotations
@@ -42,12 +45,23 @@ from hopgraph.models.embedder import (
     DEFAULT_EMBEDDER,
     PRECISIONS,
     Embedder,
+    check_cuda,
     check_precision,
     cpu_has_bf16,
+    cuda_available,
     load_embedder,
 )
 
 ENCODER_FILE = "encoder.txt"
+# what each passage encoder label means, for messages
+ENCODERS = {
+    "same": "the query encoder",
+    "torch-bf16": "PyTorch bf16 on the CPU",
+    "torch-cuda": "PyTorch fp32 on a CUDA GPU",
+}
+# passages per batch on a GPU at least (dense.batch_size suits a CPU); 128 x 256 tokens of a
+# MiniLM-sized model is well within any CUDA card's memory
+CUDA_BATCH_SIZE = 128
 
 
 def _segment_encoder(folder: Path) -> str:
@@ -85,6 +99,14 @@ class DenseOptions:
         "from fast_encode_min_passages passages on when backend=onnx runs fp32, the CPU has "
         "bf16 and PyTorch is installed, else same",
         choices=("auto", "same", "torch-bf16"),
+    )
+    device: str = option(
+        "cpu",
+        "where the passages are encoded at index time (builds, added parts and passages; "
+        "queries always run on the CPU): cpu; cuda = PyTorch fp32 on the GPU (passage_encoder "
+        "torch-cuda, batches of at least 128; refused where torch sees no CUDA device); "
+        "auto = cuda where torch sees a CUDA device (with passage_encoder=auto), else cpu",
+        choices=("cpu", "cuda", "auto"),
     )
     fast_encode_min_passages: int = option(
         20_000, "passage_encoder=auto encodes with torch-bf16 from this many passages on"
@@ -124,9 +146,34 @@ class DenseOptions:
                 "passage_encoder=torch-bf16 needs a transformer query encoder "
                 "(backend=onnx or torch), not backend=static"
             )
+        if self.device == "cuda" and self.backend == "static":
+            raise ConfigError(
+                "device=cuda encodes passages with the transformer on the GPU, which "
+                "backend=static (a static embedder) has not; use backend=onnx or torch"
+            )
+        if self.device == "cuda" and self.passage_encoder != "auto":
+            raise ConfigError(
+                f"device=cuda encodes passages on the GPU (torch-cuda), but passage_encoder="
+                f"{self.passage_encoder} asks for {ENCODERS[self.passage_encoder]} on the CPU; "
+                "leave passage_encoder=auto, or set device=cpu"
+            )
+        # device=cuda on a machine without one is refused where passages are encoded
+        # (passage_encoder_for), not here: an index built on a GPU still loads anywhere
 
     def passage_encoder_for(self, n: int) -> str:
-        """The passage encoder a build of ``n`` passages runs: ``same`` or ``torch-bf16``."""
+        """The passage encoder a build of ``n`` passages runs: ``same``, ``torch-bf16`` or
+        ``torch-cuda``. ``device=cuda`` where torch sees no CUDA device raises ConfigError."""
+        if self.passage_encoder == "auto":
+            if self.device == "cuda":
+                check_cuda("dense.device=cuda")
+                return "torch-cuda"
+            if self.device == "auto" and self.backend != "static" and cuda_available():
+                return "torch-cuda"
+        return self.cpu_passage_encoder_for(n)
+
+    def cpu_passage_encoder_for(self, n: int) -> str:
+        """The passage encoder a build of ``n`` passages runs on the CPU (``device`` aside):
+        ``same`` or ``torch-bf16``."""
         if self.passage_encoder != "auto":
             return self.passage_encoder
         fast = (
@@ -141,9 +188,23 @@ class DenseOptions:
 
     def passage_embedder(self, n: int) -> Embedder:
         """The (shared) embedder that encodes the passages of a build of ``n`` passages."""
-        if self.passage_encoder_for(n) == "torch-bf16":
+        return self.embedder_for(self.passage_encoder_for(n))
+
+    def embedder_for(self, encoder: str) -> Embedder:
+        """The (shared) embedder behind a passage encoder label (``same``, ``torch-bf16``,
+        ``torch-cuda``: the last raises ConfigError where torch sees no CUDA device)."""
+        if encoder == "torch-bf16":
             return load_embedder(
                 self.model, precision="bf16", max_seq_length=self.max_seq_length, backend="torch"
+            )
+        if encoder == "torch-cuda":
+            check_cuda("the passage encoder torch-cuda (dense.device)")
+            return load_embedder(
+                self.model,
+                precision="fp32",
+                max_seq_length=self.max_seq_length,
+                backend="torch",
+                device="cuda",
             )
         return load_embedder(
             self.model,
@@ -151,6 +212,12 @@ class DenseOptions:
             max_seq_length=self.max_seq_length,
             backend=self.backend,
         )
+
+    def batch_size_for(self, encoder: str) -> int:
+        """Passages per encoder batch: ``batch_size``, at least CUDA_BATCH_SIZE on a GPU."""
+        if encoder == "torch-cuda":
+            return max(self.batch_size, CUDA_BATCH_SIZE)
+        return self.batch_size
 
     def uses_ann(self, n: int) -> bool:
         """Whether a part of ``n`` passages gets the usearch HNSW graph."""
@@ -179,7 +246,7 @@ class DensePart(IndexPart):
         rows = embeddings if isinstance(embeddings, StackedRows) else StackedRows.of(embeddings)
         self.rows = rows
         self._embeddings: np.ndarray | None = None
-        # what encoded the passages ("same" or "torch-bf16"), when this process built them
+        # what encoded the passages (a key of ENCODERS), when this process built them
         self.passage_encoder: str | None = None
         self.hnsw = hnsw
         self.ann = ann
@@ -230,7 +297,7 @@ class DensePart(IndexPart):
         encoder = options.passage_encoder_for(len(corpus))
         emb = options.passage_embedder(len(corpus))
         texts = [p.content for p in corpus]
-        vectors = emb.encode(texts, batch_size=options.batch_size, progress=progress)
+        vectors = emb.encode(texts, batch_size=options.batch_size_for(encoder), progress=progress)
         part = cls.from_vectors(options, vectors, progress=progress)
         part.passage_encoder = encoder
         if encoder == "same":
@@ -277,11 +344,11 @@ class DensePart(IndexPart):
         """The unit vectors of ``passages`` (the encoder is the per-passage work), and which
         encoder made them; ``on_progress`` hears of every encoder batch."""
         encoder = context or "same"
-        emb = options.passage_embedder(
-            options.fast_encode_min_passages if encoder == "torch-bf16" else 0
-        )
+        emb = options.embedder_for(encoder)
         vectors = emb.encode(
-            [p.content for p in passages], batch_size=options.batch_size, on_batch=on_progress
+            [p.content for p in passages],
+            batch_size=options.batch_size_for(encoder),
+            on_batch=on_progress,
         )
         np.save(folder / "embeddings.npy", np.ascontiguousarray(vectors, dtype=np.float32))
         (folder / ENCODER_FILE).write_text(encoder)
@@ -299,9 +366,19 @@ class DensePart(IndexPart):
         """The segments' vectors in order (copied into one array), and the HNSW graph if asked."""
         encoders = {_segment_encoder(f) for f in folders}
         if len(encoders) > 1:
+            named = ", ".join(f"{e} ({ENCODERS.get(e, e)})" for e in sorted(encoders))
+            if "torch-cuda" in encoders:
+                here = "with a CUDA GPU" if cuda_available() else "where torch sees no CUDA device"
+                raise ConfigError(
+                    f"the dense segments were encoded by different passage encoders ({named}): "
+                    f"part of this build ran on a CUDA GPU and part on the CPU, i.e. it was "
+                    f"resumed on a machine {here} (dense.device=auto takes the GPU only where "
+                    "torch sees one); resume it on the machine it started on, or build again "
+                    "with dense.device=cpu"
+                )
             raise ConfigError(
                 f"the dense segments were encoded by different passage encoders "
-                f"({', '.join(sorted(encoders))}), e.g. a build resumed on another machine; "
+                f"({named}), e.g. a build resumed on another machine; "
                 "set dense.passage_encoder explicitly and build again"
             )
         blocks = [np.load(f / "embeddings.npy", mmap_mode="r") for f in folders]
@@ -435,11 +512,26 @@ class DensePart(IndexPart):
         if not texts:
             return np.zeros((0, self.rows.shape[1]), np.float32)
         o = self.options
-        if self.passage_encoder == "torch-bf16":
-            emb = o.passage_embedder(o.fast_encode_min_passages)
-        else:
+        encoder = self.passage_encoder or "same"
+        if encoder == "torch-bf16":  # (passage_encoder=auto on a CPU without bf16: the query's)
+            encoder = o.cpu_passage_encoder_for(o.fast_encode_min_passages)
+        elif encoder == "torch-cuda" and not cuda_available():
+            # built on a GPU, updated where there is none: the same fp32 vectors on the CPU
+            encoder = (
+                "same"
+                if o.precision == "fp32" or (o.backend == "onnx" and o.precision == "auto")
+                else "torch-fp32"
+            )
+        if encoder == "torch-fp32":
+            emb = load_embedder(
+                o.model, precision="fp32", max_seq_length=o.max_seq_length, backend="torch"
+            )
+        elif encoder == "same":
             emb = self.embedder
-        return np.asarray(emb.encode(texts, batch_size=o.batch_size, progress=progress), np.float32)
+        else:
+            emb = o.embedder_for(encoder)
+        batch = o.batch_size_for(encoder)
+        return np.asarray(emb.encode(texts, batch_size=batch, progress=progress), np.float32)
 
     # -- querying -------------------------------------------------------------------------
     def encode_queries(self, texts: list[str]) -> np.ndarray:
@@ -489,6 +581,26 @@ class DensePart(IndexPart):
         self.hnsw.set_ef(max(ef, k))
         labels, dist = self.hnsw.knn_query(np.atleast_2d(qvecs), k=k, num_threads=1)
         return labels.astype(np.int64), (1.0 - dist).astype(np.float32)
+
+
+def passage_encoder_note(options: DenseOptions, n: int) -> str | None:
+    """A line for the build log when the passages of a build of ``n`` passages are not encoded
+    by the query encoder (None when they are); raises where
+    :meth:`DenseOptions.passage_encoder_for` does."""
+    encoder = options.passage_encoder_for(n)
+    if encoder == "torch-bf16":
+        return (
+            "dense: passages encoded by PyTorch with bf16 weights (the CPU has bf16; cosine "
+            "~0.9999 to fp32), queries by the configured encoder [dense.passage_encoder=auto]"
+        )
+    if encoder == "torch-cuda":
+        import torch
+
+        return (
+            f"dense: passages encoded by PyTorch fp32 on the GPU ({torch.cuda.get_device_name()}), "
+            f"queries by the configured encoder on the CPU [dense.device={options.device}]"
+        )
+    return None
 
 
 def part_vectors(vectors: np.ndarray) -> np.ndarray:

@@ -48,6 +48,7 @@ from hopgraph.corpus.documents.folder import describe_report, new_report
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
 from hopgraph.errors import CorpusError, HopgraphError, OutputExistsError
 from hopgraph.index.default_build import DEFAULT_PARTS, detected_options
+from hopgraph.index.dense import passage_encoder_note
 from hopgraph.index.detect import describe_detected
 from hopgraph.index.manifest import MANIFEST
 from hopgraph.index.registry import PartOptions, dependency_order, part_class
@@ -165,11 +166,9 @@ def build_index(
     built_opts = {
         n: make_options(c.Options, opts.get(n), what=f"part {n!r}") for n, c in classes.items()
     }
-    if "dense" in built_opts and built_opts["dense"].passage_encoder_for(len(corpus)) != "same":
-        say(
-            "dense: passages encoded by PyTorch with bf16 weights (the CPU has bf16; cosine "
-            "~0.9999 to fp32), queries by the configured encoder [dense.passage_encoder=auto]"
-        )
+    note = passage_encoder_note(built_opts["dense"], len(corpus)) if "dense" in built_opts else None
+    if note:
+        say(note)
     streamed = [n for n in order if classes[n].segmentable]
     seconds = _segments_stage(
         corpus, work, streamed, classes, built_opts, batch_size, progress, engine or EngineOptions()

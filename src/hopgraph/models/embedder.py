@@ -15,6 +15,9 @@ any x86 CPU; cosine ~0.997 to fp32); ``precision="bf16"`` on the torch backend n
 native bf16 (avx512_bf16 or AMX; :func:`cpu_has_bf16`), and ``"auto"`` falls back to fp32 on an
 AVX2-only CPU; ``backend="static"`` runs a model2vec static embedder distilled from the model
 (:mod:`hopgraph.models.static`), much faster but with a recall cost.
+
+The torch backend also runs on a CUDA GPU (``device="cuda"``, checked with
+:func:`check_cuda`); vectors always come back as float32 rows in CPU memory.
 """
 
 from __future__ import annotations
@@ -48,6 +51,38 @@ def cpu_has_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
+def cuda_available() -> bool:
+    """True when PyTorch is installed and sees a CUDA device (``torch.cuda.is_available()``)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def check_cuda(what: str) -> None:
+    """Raise :class:`ConfigError` unless PyTorch sees a CUDA device; ``what`` names the setting
+    that asked for one."""
+    if cuda_available():
+        return
+    try:
+        import torch
+    except ImportError:
+        reports = "PyTorch is not installed"
+    else:
+        built = getattr(torch.version, "cuda", None)
+        reports = (
+            f"torch {torch.__version__} sees no CUDA device (built for CUDA {built}; "
+            "torch.cuda.is_available() is False)"
+            if built
+            else f"torch {torch.__version__} is a CPU-only build (no CUDA support)"
+        )
+    raise ConfigError(
+        f"{what} asks for a CUDA GPU, but {reports}; use auto to run on CUDA where torch "
+        "sees it and on the CPU elsewhere, or cpu"
+    )
+
+
 @dataclass(frozen=True)
 class TokenVectors:
     """The output of :meth:`Embedder.encode_tokens`."""
@@ -63,9 +98,11 @@ class Embedder:
     ``backend``: ``"onnx"`` (ONNX Runtime), ``"torch"`` (PyTorch) or ``"static"`` (model2vec
     static embedder; ``model`` is a model2vec folder, or a sentence-transformers model distilled
     once into a cache).
-    ``precision``: torch: ``"auto"`` runs bf16 weights where the CPU has native bf16, else fp32;
-    ``"bf16"`` and ``"fp32"`` force one. onnx: ``"auto"`` and ``"fp32"`` run the fp32 export,
-    ``"int8"`` its dynamically quantised copy. static: ``"auto"`` or ``"fp32"`` only.
+    ``precision``: torch: ``"auto"`` runs bf16 weights where the CPU has native bf16, else fp32
+    (on a GPU: fp32); ``"bf16"`` and ``"fp32"`` force one. onnx: ``"auto"`` and ``"fp32"`` run
+    the fp32 export, ``"int8"`` its dynamically quantised copy. static: ``"auto"`` or ``"fp32"``
+    only. ``device``: the torch backend's (``"cpu"``, ``"cuda"``, ...); the others run on the
+    CPU.
     """
 
     def __init__(
@@ -82,6 +119,8 @@ class Embedder:
             raise ConfigError(
                 f"backend {backend!r} runs on the CPU; use backend=torch for another device"
             )
+        if device.startswith("cuda"):
+            check_cuda(f"device={device!r}")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -89,6 +128,7 @@ class Embedder:
         self.path = resolve_model(model)
         self.backend = backend
         self.precision = precision
+        self.device = device
         self._lock = threading.Lock()
         # ONNX Runtime runs one session from several threads at once: up to
         # $HOPGRAPH_ENCODER_SESSIONS encodes in parallel (hopgraph serve sets it, with
@@ -130,7 +170,9 @@ class Embedder:
             ) from exc
         if max_seq_length:
             self._model.max_seq_length = max_seq_length
-        self.bf16 = precision == "bf16" or (precision == "auto" and cpu_has_bf16())
+        self.bf16 = precision == "bf16" or (
+            precision == "auto" and device == "cpu" and cpu_has_bf16()
+        )
         if self.bf16:
             # bf16 weights and activations throughout (~10% faster than autocast here, cosine to
             # fp32 ~0.9999); vectors are returned as float32
@@ -184,7 +226,7 @@ class Embedder:
             convert_to_tensor=True,
             normalize_embeddings=True,
         )
-        out = emb.float().numpy()
+        out = emb.float().cpu().numpy()
         if self.bf16:  # unit length in float32, not in bf16's 8-bit mantissa
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
@@ -222,7 +264,7 @@ class Embedder:
 
         with self._lock, torch.inference_mode():
             out = self._model.encode([text], output_value=None, convert_to_numpy=True)[0]
-        vec = out["sentence_embedding"].float().numpy()
+        vec = out["sentence_embedding"].float().cpu().numpy()
         vec = vec / max(float(np.linalg.norm(vec)), 1e-12)
         enc = self._model.tokenizer(
             text,
@@ -230,7 +272,12 @@ class Embedder:
             truncation=True,
             max_length=self._model.max_seq_length,
         )
-        return vec, out["token_embeddings"].float().numpy(), enc["offset_mapping"], enc.word_ids()
+        return (
+            vec,
+            out["token_embeddings"].float().cpu().numpy(),
+            enc["offset_mapping"],
+            enc.word_ids(),
+        )
 
     def encode_query(self, text: str) -> np.ndarray:
         """(dim,) vector for one query."""
@@ -261,7 +308,7 @@ def check_precision(backend: str, precision: str) -> None:
         )
 
 
-_CACHE: dict[tuple[str, str, int | None, str], Embedder] = {}
+_CACHE: dict[tuple[str, str, int | None, str, str], Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -271,13 +318,19 @@ def load_embedder(
     precision: str = "auto",
     max_seq_length: int | None = 256,
     backend: str = DEFAULT_BACKEND,
+    device: str = "cpu",
 ) -> Embedder:
-    """A process-wide shared :class:`Embedder` (models are loaded once per process)."""
-    key = (resolve_model(model), precision, max_seq_length, backend)
+    """A process-wide shared :class:`Embedder` (models are loaded once per process and
+    device)."""
+    key = (resolve_model(model), precision, max_seq_length, backend, device)
     with _CACHE_LOCK:
         emb = _CACHE.get(key)
         if emb is None:
             emb = _CACHE[key] = Embedder(
-                model, precision=precision, max_seq_length=max_seq_length, backend=backend
+                model,
+                precision=precision,
+                max_seq_length=max_seq_length,
+                backend=backend,
+                device=device,
             )
         return emb
