@@ -4,6 +4,8 @@
     .venv/bin/python benchmarks/default_ranker.py --data-dir ../shared/data --lodo     # + LOFO rows
         [--save-lodo DIR]   # also write each held-out ranker to DIR/<family>.json
     .venv/bin/python benchmarks/default_ranker.py --data-dir ../shared/data --ablation # + ablation
+    .venv/bin/python benchmarks/default_ranker.py --data-dir ../shared/data --lodo --no-vectors \
+        --no-model        # LOFO rows of the models for an index without passage vectors
 
 Training questions: the train sets and dev questions of ``../shared/data`` (hotpotqa_train,
 musique_train, hotpotqa, musique, 2wikimultihopqa, SciFact's train qrels, the Spider and BIRD
@@ -13,8 +15,10 @@ model only); never the held-out questions. With ``--lodo``, each corpus family (
 + train, MuSiQue = dev + train, 2Wiki, SciFact, Spider, BIRD; each with its pseudo-queries) is
 left out in turn: the ranker is refitted without it and evaluated on its dev questions (SciFact:
 test), the transfer to a corpus it never saw. Indexes are the default build (detected
-settings) cached under ``--index-dir``. The model is written to
-``src/hopgraph/models/multihop-ranker.json`` (``--out``); the same data give the same bytes.
+settings) cached under ``--index-dir``. The models are written to
+``src/hopgraph/models/multihop-ranker.json`` (``--out``): one per corpus kind, and one per kind
+for an index without passage vectors (``*_no_vectors``: the same questions and indexes with
+every dense signal absent, ``training.ranker.train_both``); the same data give the same bytes.
 """
 
 from __future__ import annotations

@@ -15,7 +15,12 @@ from hopgraph.models.ranker import CORPUS_KINDS, NO_VECTORS, load_ranker, ranker
 from hopgraph.retrieve import get_retriever
 from hopgraph.retrieve.base import DEFAULT_METHOD, default_choice, full_parts
 from hopgraph.retrieve.hop_features import COL, DENSE_FEATURES
-from hopgraph.retrieve.multihop import MultihopParams, score_candidates, shared_ranker
+from hopgraph.retrieve.multihop import (
+    NO_VECTORS_LEXICAL,
+    MultihopParams,
+    score_candidates,
+    shared_ranker,
+)
 from hopgraph.training.ranker import TrainingCorpus, train, train_both
 
 
@@ -130,3 +135,22 @@ def test_train_both_holds_both_kinds_and_is_reproducible(tmp_path, demo_dataset,
     alone = train([corpus], s, progress=False).to_json()["models"]
     for kind, model in alone.items():
         assert both.to_json()["models"][kind] == model
+
+
+def test_bm25s_weight_goes_by_corpus_kind_without_vectors(demo_dataset, bare_index):
+    """The profile's rule weighs BM25 against dense; without vectors the corpus kind decides:
+    0 where titles are entity names, 1 elsewhere (NO_VECTORS_LEXICAL), unless set."""
+    assert get_retriever(bare_index).lexical == NO_VECTORS_LEXICAL["entity_titles"] == 0.0
+    plain = Index.build(
+        demo_dataset.corpus,
+        ["sparse", "entities"],
+        {"entities": {"title_aliases": False, "alias_mentions": False}},
+        progress=False,
+    )
+    r = get_retriever(plain)
+    assert r.ranker is shared_ranker("").for_kind("plain_titles" + NO_VECTORS)
+    assert r.lexical == NO_VECTORS_LEXICAL["plain_titles"] == 1.0
+    assert get_retriever(plain, lexical_weight=0.25).lexical == 0.25
+    q = demo_dataset.questions[0].text
+    fused, alone = r.search(q, k=10), get_retriever(plain, lexical_weight=0).search(q, k=10)
+    assert fused.info["lexical_weight"] == 1.0 and alone.info["lexical_weight"] == 0.0

@@ -18,6 +18,10 @@
    corpus at index time), the ranker's order is fused with BM25's (RRF, at a weight that grows
    with BM25's lead): the ranker was fitted on corpora where dense is the stronger signal.
 
+Without passage vectors (no dense part: sparse and entities only, or a staged build still
+encoding them) every dense signal is absent, ranker models fitted so rank the candidates, and
+BM25's weight goes by corpus kind (:data:`NO_VECTORS_LEXICAL`).
+
 Passages outside the candidates follow in RRF order, so any ``k`` is answered. Explanations
 name the signals that lifted each hit, in words (:mod:`hopgraph.retrieve.explain`).
 """
@@ -187,11 +191,8 @@ class MultihopRetriever(Retriever):
         self.ranker = shared_ranker(params.model).for_kind(kind)
         self.settings = replace(params.settings(), vectors=self.vectors)
         self.lexical = params.lexical_weight
-        if not self.vectors:  # BM25's weight is against dense's lead: nothing to weigh
-            self.lexical = 0.0
-        elif self.lexical < 0:  # from the corpus profile (measured now if the index has none)
-            index.refresh_profile()
-            self.lexical = lexical_weight(index.profile, params.lexical_gap)
+        if self.lexical < 0:  # from the corpus (its profile measured now if it has none)
+            self.lexical = corpus_lexical_weight(index, self.vectors, params.lexical_gap)
         self.cross_encoder = None
         if params.rerank:
             from hopgraph.models.rerankers import load_cross_encoder
@@ -287,6 +288,22 @@ class MultihopRetriever(Retriever):
             np.concatenate([top, rows[n:]]),
             np.concatenate([mixed + lift, rest]),
         )
+
+
+NO_VECTORS_LEXICAL: dict[str, float] = {"entity_titles": 0.0, "plain_titles": 1.0}
+"""BM25's weight beside the no-vector ranker's order, by corpus kind: the profile's rule (BM25's
+lead over dense) has no dense to weigh. Chosen on SciFact's train questions (plain titles: R@10
+0.793 at 0, 0.819 at 1, 0.819 at 2, with SciFact held out of the ranker) and the multi-hop train
+sets (entity titles: every weight above 0 lost recall); docs/benchmarks.md."""
+
+
+def corpus_lexical_weight(index: Index, vectors: bool, gap: float = LEXICAL_GAP) -> float:
+    """BM25's weight beside the ranker's order on ``index``: from its corpus profile (measured
+    now if missing) with passage vectors, by its corpus kind without them."""
+    if not vectors:
+        return NO_VECTORS_LEXICAL[corpus_kind(index)]
+    index.refresh_profile()
+    return lexical_weight(index.profile, gap)
 
 
 def final_order(found: Scored, lexical: float, k_rrf: float) -> tuple[np.ndarray, np.ndarray]:

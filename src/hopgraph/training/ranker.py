@@ -24,10 +24,9 @@ from tqdm import tqdm
 from hopgraph.corpus import Dataset
 from hopgraph.eval.metrics import compute_all
 from hopgraph.index import Index
-from hopgraph.index.profile import lexical_weight
 from hopgraph.models.ranker import CORPUS_KINDS, HopRanker, RankerSet, ranker_kind
 from hopgraph.retrieve.hop_features import FEATURES, HopSettings, corpus_kind
-from hopgraph.retrieve.multihop import final_order, score_candidates
+from hopgraph.retrieve.multihop import corpus_lexical_weight, final_order, score_candidates
 
 LGB_PARAMS: dict[str, Any] = {
     "objective": "lambdarank",
@@ -182,9 +181,7 @@ def evaluate_ranker(
     ranking)."""
     ids = c.index.corpus.ids
     ranker = rankers.for_kind(ranker_kind(corpus_kind(c.index), s.vectors))
-    c.index.refresh_profile()
-    # as multihop sets it from the corpus profile (0 without vectors)
-    weight = lexical_weight(c.index.profile) if s.vectors else 0.0
+    weight = corpus_lexical_weight(c.index, s.vectors)  # as multihop sets it
     rows: list[dict[str, float]] = []
     for q, v in zip(c.dataset.questions, c.qvecs, strict=True):
         found = score_candidates(c.index, s, q.text, v, ranker.score)
