@@ -34,7 +34,6 @@ import os
 import shutil
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,36 +42,19 @@ from tqdm.auto import tqdm
 
 from hopgraph.atomic import fsync_dir, fsync_tree, recover_folder, write_synced
 from hopgraph.config import make_options
-from hopgraph.corpus import Corpus, SkippedPassages, iter_corpus
+from hopgraph.corpus import SkippedPassages, iter_corpus
 from hopgraph.corpus.documents.folder import describe_report, new_report
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
 from hopgraph.errors import CorpusError, HopgraphError, OutputExistsError
+from hopgraph.index.batches import BuildJob, EngineOptions, segment_folders, segments_stage
 from hopgraph.index.default_build import DEFAULT_PARTS, detected_options
 from hopgraph.index.detect import describe_detected
 from hopgraph.index.manifest import MANIFEST
 from hopgraph.index.registry import PartOptions, dependency_order, part_class
-from hopgraph.index.segment import write_batch
 from hopgraph.index.store import Index
 
 DEFAULT_BATCH = 5_000  # a bar update every minute or so at encoder speed
 PLAN_VERSION = 1
-ENGINES = ("local", "ray")
-
-
-@dataclass(frozen=True)
-class EngineOptions:
-    """Where the segments' per-passage work runs: ``local`` (this process) or ``ray``
-    (Ray Data on the cluster at ``address``, a local one when None; ``workers`` actors of
-    ``cpus_per_worker`` CPUs, default as many as the cluster holds)."""
-
-    engine: str = "local"
-    address: str | None = None
-    workers: int | None = None
-    cpus_per_worker: int = 1
-
-    def __post_init__(self) -> None:
-        if self.engine not in ENGINES:
-            raise HopgraphError(f"engine must be one of {list(ENGINES)}, got {self.engine!r}")
 
 
 class PartialBuildError(HopgraphError):
@@ -170,35 +152,11 @@ def build_index(
             "dense: passages encoded by PyTorch with bf16 weights (the CPU has bf16; cosine "
             "~0.9999 to fp32), queries by the configured encoder [dense.passage_encoder=auto]"
         )
-    streamed = [n for n in order if classes[n].segmentable]
-    seconds = _segments_stage(
-        corpus, work, streamed, classes, built_opts, batch_size, progress, engine or EngineOptions()
+    job = BuildJob(
+        corpus, work, classes, built_opts, batch_size, progress, engine or EngineOptions(), say
     )
-
-    folders = _segment_folders(work, len(corpus), batch_size)
-    index = Index(corpus)
-    index.detected = detected
-    index.reading = reading
-    for name in order:
-        cls = classes[name]
-        merged = work / "merged" / name
-        if not merged.exists():  # each part once: a build stopped here resumes at the next
-            deps = {d: index.parts[d] for d in cls.requires_for(built_opts[name])}
-            t0 = time.perf_counter()
-            if name in streamed:
-                say(f"merging the {name} segments")
-                segs = [f / name for f in folders]
-                part = cls.from_segments(corpus, built_opts[name], segs, deps, progress=progress)
-            else:
-                say(f"building the {name} part")
-                part = cls.build_from(corpus, built_opts[name], deps, progress=progress)
-            secs = seconds.get(name, 0.0) + time.perf_counter() - t0
-            _save_merged(part, merged, secs)
-            del part
-        # read back memory-mapped: the parts merged so far take no memory from the next merge
-        index.parts[name] = cls.load(merged, built_opts[name], mmap=True)
-        meta = json.loads((merged.parent / f"{name}.json").read_text())
-        index.build_seconds[name] = round(meta["build_seconds"], 3)
+    index = _merged(job, order, segments_stage(job, order))
+    index.detected, index.reading = detected, reading
     if index.refresh_profile():
         from hopgraph.index.profile import describe_profile
 
@@ -209,6 +167,35 @@ def build_index(
     shutil.rmtree(work)
     say(f"built {len(corpus)} passages in {time.perf_counter() - t_start:.1f}s")
     return Index.load(out, verify=False)  # just written and fsynced
+
+
+def _merged(job: BuildJob, order: list[str], seconds: dict[str, float]) -> Index:
+    """The index of the parts ``order``, each merged from its segments or built from the
+    merged ones, saved to ``merged/<part>/`` once and read back memory-mapped."""
+    corpus, options = job.corpus, job.options
+    index = Index(corpus)
+    for name in order:
+        cls = job.classes[name]
+        merged = job.work / "merged" / name
+        if not merged.exists():  # each part once: a build stopped here resumes at the next
+            deps = {d: index.parts[d] for d in cls.requires_for(options[name])}
+            t0 = time.perf_counter()
+            if cls.segmentable:
+                job.say(f"merging the {name} segments")
+                batches = segment_folders(job.work, len(corpus), job.batch_size)
+                segs = [f / name for f in batches]
+                part = cls.from_segments(corpus, options[name], segs, deps, progress=job.progress)
+            else:
+                job.say(f"building the {name} part")
+                part = cls.build_from(corpus, options[name], deps, progress=job.progress)
+            secs = seconds.get(name, 0.0) + time.perf_counter() - t0
+            _save_merged(part, merged, secs)
+            del part
+        # read back memory-mapped: the parts merged so far take no memory from the next merge
+        index.parts[name] = cls.load(merged, options[name], mmap=True)
+        meta = json.loads((merged.parent / f"{name}.json").read_text())
+        index.build_seconds[name] = round(meta["build_seconds"], 3)
+    return index
 
 
 # -- stages ---------------------------------------------------------------------------------
@@ -341,139 +328,6 @@ def _checked(passages: Iterable[Any]) -> Iterable[Any]:
         if not p.text.strip():
             raise CorpusError(f"passage {p.id!r} has empty text")
         yield p
-
-
-class _BatchBar:
-    """Moves the indexing bar within a batch as its parts report passages done. Each part
-    stands for its share of the seconds the parts took on the batch before (equal shares
-    before any), so that the bar moves at an even pace; a batch adds exactly its passages."""
-
-    def __init__(self, bar: Any, names: list[str], seconds: dict[str, float]) -> None:
-        self.bar, self.names = bar, names
-        self.weigh(seconds)
-
-    def weigh(self, seconds: dict[str, float]) -> None:
-        """Each part's (start, share) of a batch, from the seconds the parts took on one."""
-        total = sum(seconds.get(n, 0.0) for n in self.names)
-        self.span: dict[str, tuple[float, float]] = {}
-        start = 0.0
-        for n in self.names:
-            share = seconds.get(n, 0.0) / total if total > 0 else 1 / len(self.names)
-            self.span[n] = (start, share)
-            start += share
-
-    def write(
-        self, batch: Corpus, options: dict[str, Any], contexts: dict[str, Any], dest: Path
-    ) -> dict[str, float]:
-        """:func:`write_batch`, the bar moving as it goes."""
-        size, shown = len(batch), 0
-
-        def report(name: str, done: int) -> None:
-            nonlocal shown
-            start, share = self.span[name]
-            at = min(size, int(size * (start + share * min(done, size) / size)))
-            if at > shown:
-                self.bar.update(at - shown)
-                shown = at
-
-        secs = write_batch(batch, self.names, options, contexts, dest, report)
-        self.bar.update(size - shown)  # what rounding left: the batch counts size passages
-        self.weigh(secs)
-        return secs
-
-
-def _commit_segment(
-    tmp: Path, folder: Path, rows: tuple[int, int], secs: dict[str, float], **extra: Any
-) -> None:
-    meta = {"rows": list(rows), "seconds": secs, **extra}
-    write_synced(tmp / "segment.json", json.dumps(meta))
-    fsync_tree(tmp)
-    os.replace(tmp, folder)  # the batch is complete
-
-
-def _segments_stage(
-    corpus: FileCorpus,
-    work: Path,
-    names: list[str],
-    classes: dict[str, Any],
-    options: dict[str, Any],
-    batch_size: int,
-    progress: bool,
-    engine: EngineOptions,
-) -> dict[str, float]:
-    """Write the missing segments; returns the seconds each part spent in all of them."""
-    root = work / "segments"
-    root.mkdir(exist_ok=True)
-    for stale in root.glob(".*.tmp"):  # a batch that was being written when the build stopped
-        shutil.rmtree(stale)
-    n = len(corpus)
-    folders = _segment_folders(work, n, batch_size)
-    done = [f for f in folders if f.exists()]
-    contexts = {}
-    if len(done) < len(folders):  # what each batch needs from the whole corpus (aliases)
-        contexts = {name: classes[name].segment_context(corpus, options[name]) for name in names}
-    todo = [
-        (b, b * batch_size, min(n, (b + 1) * batch_size))
-        for b, f in enumerate(folders)
-        if not f.exists()
-    ]
-    bar = tqdm(
-        total=n,
-        initial=sum(_segment_rows(f) for f in done),
-        desc="indexing",
-        unit="passage",
-        disable=not progress,
-        smoothing=0.05,
-    )
-    try:
-        if engine.engine == "ray" and todo:
-            from hopgraph.index.ray_engine import ray_segments, unpack_folder
-
-            bar.set_postfix_str("ray", refresh=False)
-            made = ray_segments(
-                corpus.lines,
-                todo,
-                names,
-                options,
-                contexts,
-                address=engine.address,
-                workers=engine.workers,
-                cpus_per_worker=engine.cpus_per_worker,
-                source=str(corpus.source) if corpus.source else None,
-            )
-            rows = {b: (lo, hi) for b, lo, hi in todo}
-            for b, packed, info in made:
-                tmp = root / f".{folders[b].name}.tmp"
-                tmp.mkdir()
-                unpack_folder(packed, tmp)
-                _commit_segment(tmp, folders[b], rows[b], info["seconds"], node=info["node"])
-                bar.update(rows[b][1] - rows[b][0])
-        else:
-            last = json.loads((done[-1] / "segment.json").read_text())["seconds"] if done else {}
-            moving = _BatchBar(bar, names, last)
-            bar.set_postfix_str(", ".join(names), refresh=False)
-            for b, lo, hi in todo:
-                batch = Corpus(corpus[lo:hi], source=corpus.source)
-                tmp = root / f".{folders[b].name}.tmp"
-                tmp.mkdir()
-                secs = moving.write(batch, options, contexts, tmp)
-                _commit_segment(tmp, folders[b], (lo, hi), secs)
-    finally:
-        bar.close()
-    totals: dict[str, float] = {}
-    for folder in folders:
-        for name, s in json.loads((folder / "segment.json").read_text())["seconds"].items():
-            totals[name] = totals.get(name, 0.0) + s
-    return totals
-
-
-def _segment_folders(work: Path, n: int, batch_size: int) -> list[Path]:
-    return [work / "segments" / f"{b:06d}" for b in range((n + batch_size - 1) // batch_size)]
-
-
-def _segment_rows(folder: Path) -> int:
-    lo, hi = json.loads((folder / "segment.json").read_text())["rows"]
-    return hi - lo
 
 
 def _fingerprint(path: Path, skip: tuple[Path, ...] = ()) -> list[Any]:
