@@ -3,7 +3,7 @@ written yet, each part's segment of each (:func:`~hopgraph.index.segment.write_b
 process or on a Ray cluster (:mod:`hopgraph.index.ray_engine`), committed one by one, with the
 indexing bar.
 
-A batch's folder, ``<work>/segments/<batch>/``, is written under a temporary name and renamed
+A batch's folder, ``<work>/<under>/<batch>/``, is written under a temporary name and renamed
 when complete (with ``segment.json``: its rows and the seconds each part took), so it is there
 whole or not at all, and a stopped build resumes at the first batch missing.
 """
@@ -106,20 +106,20 @@ def commit_segment(
     os.replace(tmp, folder)  # the batch is complete
 
 
-def segments_stage(job: BuildJob, parts: list[str]) -> dict[str, float]:
-    """Write the missing segments of the segmentable ``parts`` into ``work/segments/<batch>/``;
+def segments_stage(job: BuildJob, parts: list[str], under: str = "segments") -> dict[str, float]:
+    """Write the missing segments of the segmentable ``parts`` into ``work/<under>/<batch>/``;
     returns the seconds each part spent in all of them."""
     corpus, work, classes, options = job.corpus, job.work, job.classes, job.options
     batch_size, progress, engine = job.batch_size, job.progress, job.engine
     names = [n for n in parts if classes[n].segmentable]
     if not names:
         return {}
-    root = work / "segments"
+    root = work / under
     root.mkdir(exist_ok=True)
     for stale in root.glob(".*.tmp"):  # a batch that was being written when the build stopped
         shutil.rmtree(stale)
     n = len(corpus)
-    folders = segment_folders(work, n, batch_size)
+    folders = segment_folders(work, n, batch_size, under)
     done = [f for f in folders if f.exists()]
     contexts = {}
     if len(done) < len(folders):  # what each batch needs from the whole corpus (aliases)
@@ -132,7 +132,7 @@ def segments_stage(job: BuildJob, parts: list[str]) -> dict[str, float]:
     bar = tqdm(
         total=n,
         initial=sum(segment_rows(f) for f in done),
-        desc="indexing",
+        desc="indexing" if under == "segments" else "encoding",
         unit="passage",
         disable=not progress,
         smoothing=0.05,
@@ -179,8 +179,8 @@ def segments_stage(job: BuildJob, parts: list[str]) -> dict[str, float]:
     return totals
 
 
-def segment_folders(work: Path, n: int, batch_size: int) -> list[Path]:
-    return [work / "segments" / f"{b:06d}" for b in range((n + batch_size - 1) // batch_size)]
+def segment_folders(work: Path, n: int, batch_size: int, under: str = "segments") -> list[Path]:
+    return [work / under / f"{b:06d}" for b in range((n + batch_size - 1) // batch_size)]
 
 
 def segment_rows(folder: Path) -> int:

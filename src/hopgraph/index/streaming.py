@@ -16,6 +16,13 @@
    the memory to itself (and a build stopped here resumes at the next part). The index is
    saved to ``out`` (atomically) and the partial folder removed.
 
+A **staged** build (``staged=``, by default large builds of the dense part: see
+:mod:`hopgraph.index.staged`) runs 2 and 3 twice: first for every part but ``dense`` (and the
+parts built from it), saved to ``out`` as an index that searches while its manifest records
+the passage vectors pending; then the dense segments (``vectors/<batch>/dense/``), their merge,
+and the complete index committed as the next generation of ``out``. A build stopped in either
+stage resumes where it stopped, never redoing the first.
+
 A build killed at any point (Ctrl-C, SIGKILL, a power cut) resumes with ``resume=True``
 (``hopgraph index ... --resume``) from its last complete batch, and gives the same index as an
 uninterrupted build: batches are fixed by the plan (``plan.json``: source, parts, options,
@@ -23,8 +30,9 @@ batch size), which a resumed build must match.
 
 A build does not start over an index, or a folder holding anything else, unless told to
 (``overwrite=True``, ``hopgraph index --force``); the folder is replaced only once the new
-index is complete. Progress: a bar counts the passages read, then one the passages indexed,
-moved within a batch as the parts report their work (the encoder, batch by batch).
+index is complete (a staged build's: searchable). Progress: a bar counts the passages read,
+then one the passages indexed, moved within a batch as the parts report their work (the
+encoder, batch by batch).
 """
 
 from __future__ import annotations
@@ -45,26 +53,26 @@ from hopgraph.config import make_options
 from hopgraph.corpus import SkippedPassages, iter_corpus
 from hopgraph.corpus.documents.folder import describe_report, new_report
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
-from hopgraph.errors import CorpusError, HopgraphError, OutputExistsError
+from hopgraph.errors import CorpusError, HopgraphError, OutputExistsError, PartialBuildError
 from hopgraph.index.batches import BuildJob, EngineOptions, segment_folders, segments_stage
 from hopgraph.index.default_build import DEFAULT_PARTS, detected_options
 from hopgraph.index.detect import describe_detected
 from hopgraph.index.manifest import MANIFEST
 from hopgraph.index.registry import PartOptions, dependency_order, part_class
+from hopgraph.index.staged import (
+    SEARCHABLE,
+    VECTORS,
+    check_choice,
+    commit_complete,
+    deferred_parts,
+    in_stages,
+    partial_folder,
+    save_searchable,
+)
 from hopgraph.index.store import Index
 
 DEFAULT_BATCH = 5_000  # a bar update every minute or so at encoder speed
 PLAN_VERSION = 1
-
-
-class PartialBuildError(HopgraphError):
-    """A partial build is in the way, or does not match the build asked for."""
-
-
-def partial_folder(out: str | os.PathLike[str]) -> Path:
-    """Where the build of the index ``out`` keeps its work until it is done."""
-    out = Path(out).resolve()
-    return out.with_name(out.name + ".partial")
 
 
 def build_index(
@@ -83,6 +91,7 @@ def build_index(
     log: Any = None,
     engine: EngineOptions | None = None,
     skip_bad: bool = False,
+    staged: str = "auto",
 ) -> Index:
     """Build the index of the corpus at ``source`` into the folder ``out``, in batches of
     ``batch_size`` passages; returns the saved index (its passages read from ``out`` on demand).
@@ -100,12 +109,20 @@ def build_index(
     may resume on another engine. ``skip_bad``: a JSONL corpus's lines that are not UTF-8 and
     passages with empty text are skipped instead of stopping the build, counted by file and
     line in the index's ``reading`` (``hopgraph info``) and logged.
+
+    ``staged`` (``"auto"``, ``"on"``, ``"off"``): in two stages (:mod:`hopgraph.index.staged`),
+    the index saved to ``out`` searchable without its passage vectors (``dense``, and the
+    parts built from it) as soon as the other parts are merged, then the vectors encoded and
+    the complete index committed as the next generation of ``out``. ``"auto"`` stages a build
+    of ``dense`` over at least :data:`~hopgraph.index.staged.STAGED_MIN_PASSAGES` passages
+    into a folder that holds no index yet; a resumed build goes on as it began.
     """
     from hopgraph import __version__
 
     say = log or (lambda _line: None)
     if batch_size <= 0:
         raise HopgraphError(f"batch_size must be positive, got {batch_size}")
+    check_choice(staged)
     out = Path(out).resolve()
     work = partial_folder(out)
     # a new build replaces nothing at out unless told to; a partial build in the way, or one
@@ -152,26 +169,48 @@ def build_index(
             "dense: passages encoded by PyTorch with bf16 weights (the CPU has bf16; cosine "
             "~0.9999 to fp32), queries by the configured encoder [dense.passage_encoder=auto]"
         )
+    later = deferred_parts(order, lambda n: classes[n].requires_for(built_opts[n]))
+    later = later if in_stages(staged, order, later, len(corpus), out, work) else []
     job = BuildJob(
         corpus, work, classes, built_opts, batch_size, progress, engine or EngineOptions(), say
     )
-    index = _merged(job, order, segments_stage(job, order))
-    index.detected, index.reading = detected, reading
+    if not (later and (work / SEARCHABLE).exists()):  # (else saved before the build stopped)
+        now = [n for n in order if n not in later]
+        index = _merged(job, now, segments_stage(job, now))
+        index.detected, index.reading = detected, reading
+        if later:  # stage 1 of 2: searchable without the passage vectors
+            say(f"writing {out} (without {', '.join(later)})")
+            save_searchable(index, out, later, work)
+            del index
+            say(
+                f"searchable: {out} ({', '.join(now)}) in {time.perf_counter() - t_start:.0f} s; "
+                "encoding the passage vectors next (searches without a method use the default "
+                "without vectors until then)"
+            )
+    if later:  # stage 2: the passage vectors, then the whole index
+        index = _merged(job, order, segments_stage(job, later, VECTORS), vectors=set(later))
+        index.detected, index.reading = detected, reading
     if index.refresh_profile():
         from hopgraph.index.profile import describe_profile
 
         say(f"profile: {describe_profile(index.profile)}")
     say(f"writing {out}")
-    index.save(out)
+    if later:
+        commit_complete(index, out)  # the next generation of the searchable index
+    else:
+        index.save(out)
     del index  # its parts map files of the partial folder, removed now
     shutil.rmtree(work)
     say(f"built {len(corpus)} passages in {time.perf_counter() - t_start:.1f}s")
     return Index.load(out, verify=False)  # just written and fsynced
 
 
-def _merged(job: BuildJob, order: list[str], seconds: dict[str, float]) -> Index:
-    """The index of the parts ``order``, each merged from its segments or built from the
-    merged ones, saved to ``merged/<part>/`` once and read back memory-mapped."""
+def _merged(
+    job: BuildJob, order: list[str], seconds: dict[str, float], vectors: set[str] | None = None
+) -> Index:
+    """The index of the parts ``order``, each merged from its segments (under ``vectors/`` for
+    the parts in ``vectors``) or built from the merged ones, saved to ``merged/<part>/`` once
+    and read back memory-mapped."""
     corpus, options = job.corpus, job.options
     index = Index(corpus)
     for name in order:
@@ -182,7 +221,8 @@ def _merged(job: BuildJob, order: list[str], seconds: dict[str, float]) -> Index
             t0 = time.perf_counter()
             if cls.segmentable:
                 job.say(f"merging the {name} segments")
-                batches = segment_folders(job.work, len(corpus), job.batch_size)
+                root = VECTORS if name in (vectors or ()) else "segments"
+                batches = segment_folders(job.work, len(corpus), job.batch_size, root)
                 segs = [f / name for f in batches]
                 part = cls.from_segments(corpus, options[name], segs, deps, progress=job.progress)
             else:
@@ -213,6 +253,12 @@ def _check_output(out: Path, overwrite: bool, resume: bool, source: Path) -> Non
     if (out / MANIFEST).is_file():
         if overwrite:
             return
+        if resume and _pending(out):
+            raise OutputExistsError(
+                f"nothing to resume: {out} holds the searchable stage of a staged build, but "
+                f"its work folder ({partial_folder(out)}) is gone, so its passage vectors cannot "
+                "be resumed; --force (overwrite=True) builds the index again"
+            )
         if resume:
             raise OutputExistsError(
                 f"nothing to resume: {out} holds a complete index (the build finished); "
@@ -235,6 +281,13 @@ def _check_output(out: Path, overwrite: bool, resume: bool, source: Path) -> Non
             )
     elif os.path.lexists(out):
         raise OutputExistsError(f"{out} is a file, not a folder: choose another output folder")
+
+
+def _pending(out: Path) -> bool:
+    try:
+        return bool(json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("pending"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _save_merged(part: Any, folder: Path, seconds: float) -> None:
