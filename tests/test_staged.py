@@ -6,12 +6,14 @@ the index searches, refuses writes, and says how far the build is (info, /info, 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from fastapi.testclient import TestClient
 
 from hopgraph.cli import cli
 from hopgraph.corpus import Passage
@@ -23,6 +25,7 @@ from hopgraph.index.staged import STAGED_MIN_PASSAGES, build_stage, in_stages
 from hopgraph.index.streaming import build_index, partial_folder
 from hopgraph.index.writes import add_parts_to_folder, compact_folder, update_folder
 from hopgraph.retrieve import get_retriever
+from hopgraph.serve import Settings, create_app
 
 BATCH = 4  # 44 demo passages: 11 batches
 QUERY = "Who founded the shipyard that built SS Orrendale?"
@@ -255,3 +258,48 @@ def test_index_help_documents_staged_with_its_default():
     flat = " ".join(r.output.split())
     assert "--staged [auto|on|off]" in flat and "[default: auto]" in flat
     assert f"{STAGED_MIN_PASSAGES:,} passages" in flat
+
+
+def test_the_server_says_the_stage_refuses_writes_and_loads_the_complete_index(pending, caplog):
+    caplog.set_level(logging.INFO, logger="hopgraph.serve")
+    app = create_app(str(pending), Settings(reload_interval=0))  # reloaded when the test asks
+    served = app.state.served
+    with TestClient(app) as client:
+        info = client.get("/info").json()
+        assert info["build"] == {
+            "stage": "searchable", "pending_parts": ["dense"], "vectors_done": 8,
+            "vectors_total": 44, "building": True,
+        }  # fmt: skip
+        assert "encoding the passage vectors (8 / 44)" in info["default_note"]
+        r = client.post("/search", json={"query": QUERY, "k": 3})
+        assert r.status_code == 200 and r.json()["hits"]
+        r = client.post("/search", json={"query": QUERY, "k": 3, "method": "dense"})
+        assert r.status_code == 422 and r.json()["error"]["type"] == "missing_index_part"
+        assert "restart" not in r.json()["error"]["message"]
+        r = client.post("/passages", json={"passages": [{"id": "z1", "text": "Zebra."}]})
+        assert r.status_code == 409 and r.json()["error"]["type"] == "index_building"
+        assert "passage vectors 8 / 44 encoded" in r.json()["error"]["message"]
+        r = client.post("/passages/delete", json={"ids": ["nope"]})
+        assert r.status_code == 409 and r.json()["error"]["type"] == "index_building"
+
+        build_index(demo_dataset_path(), pending, batch_size=BATCH, resume=True, progress=False)
+        assert served.reload_if_changed()
+        assert any("index complete: passage vectors in" in m for m in caplog.messages)
+        info = client.get("/info").json()
+        assert info["build"]["stage"] == "complete" and info["generation"] == 1
+        assert info["default_used"] == info["default_method"]
+        r = client.post("/search", json={"query": QUERY, "k": 3, "method": "dense"})
+        assert r.status_code == 200
+        r = client.post("/passages", json={"passages": [{"id": "z1", "text": "Zebra."}]})
+        assert r.status_code == 201, r.text
+
+
+def test_serve_says_the_stage_at_start(pending, monkeypatch):
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: None)
+    r = CliRunner().invoke(cli, ["serve", str(pending), "--reload-interval", "0"])
+    assert r.exit_code == 0, r.output
+    assert "build stage: searchable without dense: passage vectors 8 / 44 encoded" in r.output
+    assert "writes are refused until the build commits the complete index" in r.output
+    assert "add-parts" not in r.output

@@ -164,10 +164,19 @@ def serve_cmd(
             + (", ".join(named) if named else "none yet"),
             err=True,
         )
+    from hopgraph.index.staged import describe_stage
     from hopgraph.retrieve.base import DEFAULT_METHOD, default_choice
 
     choice = default_choice(served)
-    if choice.missing:  # searches without a method fall back until the parts are added
+    stage = app.state.served.build_stage()
+    if stage["stage"] != "complete":  # a staged build adds the parts: no command to give
+        click.echo(
+            f"{describe_stage(stage, served.path)}; searches without a method use "
+            f"{choice.method!r} and writes are refused until the build commits the complete "
+            "index, which this server then loads",
+            err=True,
+        )
+    elif choice.missing:  # searches without a method fall back until the parts are added
         uses = f"use {choice.method!r}" if choice.fell_back else "fail"
         click.echo(
             f"warning: searches without a method {uses}: the default, {DEFAULT_METHOD!r}, needs "
