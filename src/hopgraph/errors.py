@@ -28,6 +28,10 @@ class OutputExistsError(HopgraphError):
     (``hopgraph index --force``, ``build_index(..., overwrite=True)`` replaces it)."""
 
 
+class PartialBuildError(HopgraphError):
+    """A partial build is in the way, or does not match the build asked for."""
+
+
 class StorageError(HopgraphError):
     """An index could not be written (no space left, quota, a read-only file system); the
     folder still holds the generation it had."""
@@ -70,3 +74,8 @@ class NotWriterError(UpdateError):
 
 class WriterBusyError(UpdateError):
     """Another process holds the index folder's writer lock (a server, or another update)."""
+
+
+class BuildPendingError(UpdateError):
+    """The index is in the searchable stage of a staged build (its passage vectors are still
+    being encoded): writes wait for the build to commit the complete index."""

@@ -20,6 +20,7 @@ from hopgraph.cli.common import (
     split_csv,
 )
 from hopgraph.config import parse_assignments
+from hopgraph.index.staged import STAGED_MIN_PASSAGES
 from hopgraph.index.store import split_part_options
 from hopgraph.index.streaming import DEFAULT_BATCH
 
@@ -68,11 +69,17 @@ from hopgraph.index.streaming import DEFAULT_BATCH
     help="skip (and count, by file and line) the passages of a JSONL corpus whose text is "
     "empty or not UTF-8, instead of stopping at the first",
 )  # fmt: skip
+@click.option(
+    "--staged", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+    help="save the index searchable without its passage vectors first (sparse, entities), "
+    "then encode them and commit the complete index as its next generation; auto: with the "
+    f"dense part, from {STAGED_MIN_PASSAGES:,} passages, into a folder without an index",
+)  # fmt: skip
 @data_dir_option
 @quiet_option
 def index_cmd(
     corpus, output, parts, sets, no_detect, chunk_words, fmt, batch_size, resume, force, engine,
-    address, workers, cpus_per_worker, skip_bad, data_dir, quiet,
+    address, workers, cpus_per_worker, skip_bad, staged, data_dir, quiet,
 ) -> None:  # fmt: skip
     """Build an index of CORPUS (a file or folder in any supported format) into OUTPUT.
 
@@ -87,6 +94,13 @@ def index_cmd(
     last complete batch, and gives the same index as a build that never stopped. An OUTPUT
     that holds an index (or other files) is refused, and left as it is, unless --force.
     Progress bars count the passages read, then those indexed (-q: none).
+
+    A large build (--staged) is searchable in minutes: OUTPUT is written as soon as the
+    sparse and entity parts are merged; searches without a method use the default without
+    passage vectors, and writes (add, delete, compact, add-parts) are refused. The vectors
+    are then encoded batch by batch (a stopped build continues with --resume, never redoing
+    the first stage) and the complete index replaces it as its next generation (a server
+    following OUTPUT loads it). hopgraph info shows the stage and how many vectors are done.
 
     With --engine ray the batches' per-passage work (tokeniser, encoder, NER) runs as Ray Data
     map_batches on a Ray cluster (--address; a local one by default); this process reads the
@@ -117,6 +131,7 @@ def index_cmd(
             log=echo_err,
             engine=EngineOptions(engine, address, workers, cpus_per_worker),
             skip_bad=skip_bad,
+            staged=staged,
         )
     except KeyboardInterrupt:
         click.echo(
@@ -178,7 +193,13 @@ def add_parts_cmd(index_dir, parts, sets, no_detect, quiet) -> None:
 @click.command("info")
 @click.argument("index_dir", type=click.Path())
 def info_cmd(index_dir) -> None:
-    """Show an index's parts, options and counts."""
+    """Show an index's parts, options and counts (JSON), and its build stage: under `build`,
+    and on stderr while a staged build is encoding its passage vectors (how many are done)."""
     from hopgraph.index import Index
+    from hopgraph.index.staged import build_stage, describe_stage
 
-    click.echo(json.dumps(Index.load(index_dir).info(), indent=2))
+    index = Index.load(index_dir)
+    stage = build_stage(index_dir)
+    click.echo(json.dumps({**index.info(), "build": stage}, indent=2))
+    if stage["stage"] != "complete":
+        echo_err(describe_stage(stage, index.path))

@@ -164,10 +164,20 @@ def serve_cmd(
             + (", ".join(named) if named else "none yet"),
             err=True,
         )
+    from hopgraph.index.staged import describe_stage
     from hopgraph.retrieve.base import DEFAULT_METHOD, default_choice
 
     choice = default_choice(served)
-    if choice.partial and choice.works:  # a fallback, or the default without its vectors
+    stage = app.state.served.build_stage()
+    if stage["stage"] != "complete":  # a staged build adds the parts: no command to give
+        how = "the default without passage vectors" if not choice.fell_back else repr(choice.method)
+        click.echo(
+            f"{describe_stage(stage, served.path)}; searches without a method use {how} and "
+            "writes are refused until the build commits the complete index, which this server "
+            "then loads",
+            err=True,
+        )
+    elif choice.partial and choice.works:  # a fallback, or the default without its vectors
         click.echo(f"note: searches without a method: {choice.note}", err=True)
     elif choice.partial:
         click.echo(

@@ -46,7 +46,13 @@ from hopgraph.atomic import (
 )
 from hopgraph.config import make_options
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
-from hopgraph.errors import ConfigError, HopgraphError, IndexError_, StorageError
+from hopgraph.errors import (
+    BuildPendingError,
+    ConfigError,
+    HopgraphError,
+    IndexError_,
+    StorageError,
+)
 from hopgraph.gc_pause import gc_paused
 from hopgraph.index.deltas import Delta, DeltaPolicy, replayed_at_once
 from hopgraph.index.manifest import (
@@ -59,6 +65,7 @@ from hopgraph.index.manifest import (
 )
 from hopgraph.index.part import IndexPart, load_payload, save_payload
 from hopgraph.index.registry import part_class
+from hopgraph.index.staged import stage_of, writes_refused
 
 if TYPE_CHECKING:  # the index imports this module
     from hopgraph.corpus import Corpus
@@ -83,6 +90,7 @@ class IndexFolder:
     detected: dict[str, Any] | None
     profile: dict[str, Any] | None
     reading: dict[str, Any] | None
+    pending: dict[str, Any] | None
     deltas: list[Delta] | None
     saved_deltas: int
     origin: tuple[Path, str | None] | None
@@ -101,6 +109,9 @@ class IndexFolder:
         Otherwise the whole index is written (a temp folder, then a rename): a new base.
         """
         path = Path(path).resolve()
+        if self.pending and self.origin is not None:  # loaded in a staged build's first stage
+            stage = stage_of(self.origin[0], self.pending, len(self.corpus), False)
+            raise BuildPendingError(writes_refused(stage))
         try:
             if compact is not True and self._commits_deltas(path, compact is None):
                 return self._commit_deltas(path)
@@ -165,6 +176,7 @@ class IndexFolder:
                  "added": len(delta.add), "deleted": len(delta.delete)}
             )  # fmt: skip
         fsync_dir(root)
+        manifest.pop("pending", None)  # (a commit is refused on an index with one)
         manifest.update(self._manifest_fields())
         manifest["deltas"], manifest["files"] = listed, files
         tmp_manifest = path / f".{MANIFEST}.tmp-{os.getpid()}"
@@ -203,6 +215,8 @@ class IndexFolder:
             fields["profile"] = self.profile
         if self.reading is not None:
             fields["reading"] = self.reading
+        if self.pending:
+            fields["pending"] = self.pending
         return fields
 
     def _save_whole(self, path: Path) -> Path:
@@ -269,6 +283,7 @@ class IndexFolder:
         index.detected = manifest.get("detected")
         index.profile = manifest.get("profile")
         index.reading = manifest.get("reading")
+        index.pending = manifest.get("pending")
         index.base = manifest.get("base")
         deltas = manifest.get("deltas", [])
         index.generation = int(manifest.get("generation", 0)) - len(deltas)

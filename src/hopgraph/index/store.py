@@ -78,6 +78,9 @@ class Index(IndexFolder):
         # what reading a folder of documents did and left out (hopgraph.corpus.documents.folder:
         # documents, passages, boilerplate dropped and why), kept in the manifest
         self.reading: dict[str, Any] | None = None
+        # the parts a staged build has still to add ({"parts": [...], "passages": n}; None when
+        # complete, hopgraph.index.staged), kept in the manifest: writes are refused until then
+        self.pending: dict[str, Any] | None = None
         # The updates since the base of the folder this index came from, in order (None: one
         # of them cannot be kept as a delta, so the next save writes the whole index); the
         # first `saved_deltas` are in that folder, whose manifest then had digest `origin[1]`.
@@ -232,6 +235,7 @@ class Index(IndexFolder):
         out.detected = self.detected
         out.profile = self.profile
         out.reading = self.reading
+        out.pending = self.pending
         out.generation = self.generation + 1
         out.origin, out.saved_deltas, out.base = self.origin, self.saved_deltas, self.base
         out.policy, out.unverified = self.policy, self.unverified
@@ -307,6 +311,7 @@ class Index(IndexFolder):
             "detected": self.detected,
             "profile": self.profile,
             "reading": self.reading,
+            "pending": self.pending,
             "parts": {
                 n: {
                     "options": asdict(p.options),
@@ -330,6 +335,13 @@ def missing_parts_message(index: Index, missing: Sequence[str], method: str | No
     problem = f"this index has no {names} {noun}"
     if method:
         problem = f"method {method!r} needs more index parts: {problem}"
+    building = (index.pending or {}).get("parts", [])
+    if set(missing) <= set(building):  # a staged build adds them: no command to give
+        return (
+            f"{problem} yet (it has: {have}): the build is still encoding its passage vectors "
+            f"(`hopgraph info {folder}` shows how far); {'it comes' if one else 'they come'} "
+            "with the complete index"
+        )
     return (
         f"{problem} (it has: {have}); add {'it' if one else 'them'} with "
         f"`hopgraph add-parts {folder} --parts {','.join(missing)}`"

@@ -16,6 +16,13 @@
    the memory to itself (and a build stopped here resumes at the next part). The index is
    saved to ``out`` (atomically) and the partial folder removed.
 
+A **staged** build (``staged=``, by default large builds of the dense part: see
+:mod:`hopgraph.index.staged`) runs 2 and 3 twice: first for every part but ``dense`` (and the
+parts built from it), saved to ``out`` as an index that searches while its manifest records
+the passage vectors pending; then the dense segments (``vectors/<batch>/dense/``), their merge,
+and the complete index committed as the next generation of ``out``. A build stopped in either
+stage resumes where it stopped, never redoing the first.
+
 A build killed at any point (Ctrl-C, SIGKILL, a power cut) resumes with ``resume=True``
 (``hopgraph index ... --resume``) from its last complete batch, and gives the same index as an
 uninterrupted build: batches are fixed by the plan (``plan.json``: source, parts, options,
@@ -23,8 +30,9 @@ batch size), which a resumed build must match.
 
 A build does not start over an index, or a folder holding anything else, unless told to
 (``overwrite=True``, ``hopgraph index --force``); the folder is replaced only once the new
-index is complete. Progress: a bar counts the passages read, then one the passages indexed,
-moved within a batch as the parts report their work (the encoder, batch by batch).
+index is complete (a staged build's: searchable). Progress: a bar counts the passages read,
+then one the passages indexed, moved within a batch as the parts report their work (the
+encoder, batch by batch).
 """
 
 from __future__ import annotations
@@ -34,7 +42,6 @@ import os
 import shutil
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,47 +50,30 @@ from tqdm.auto import tqdm
 
 from hopgraph.atomic import fsync_dir, fsync_tree, recover_folder, write_synced
 from hopgraph.config import make_options
-from hopgraph.corpus import Corpus, SkippedPassages, iter_corpus
+from hopgraph.corpus import SkippedPassages, iter_corpus
 from hopgraph.corpus.documents.folder import describe_report, new_report
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
-from hopgraph.errors import CorpusError, HopgraphError, OutputExistsError
+from hopgraph.errors import CorpusError, HopgraphError, OutputExistsError, PartialBuildError
+from hopgraph.index.batches import BuildJob, EngineOptions, segment_folders, segments_stage
 from hopgraph.index.default_build import DEFAULT_PARTS, detected_options
 from hopgraph.index.dense import passage_encoder_note
 from hopgraph.index.detect import describe_detected
 from hopgraph.index.manifest import MANIFEST
 from hopgraph.index.registry import PartOptions, dependency_order, part_class
-from hopgraph.index.segment import write_batch
+from hopgraph.index.staged import (
+    SEARCHABLE,
+    VECTORS,
+    check_choice,
+    commit_complete,
+    deferred_parts,
+    in_stages,
+    partial_folder,
+    save_searchable,
+)
 from hopgraph.index.store import Index
 
 DEFAULT_BATCH = 5_000  # a bar update every minute or so at encoder speed
 PLAN_VERSION = 1
-ENGINES = ("local", "ray")
-
-
-@dataclass(frozen=True)
-class EngineOptions:
-    """Where the segments' per-passage work runs: ``local`` (this process) or ``ray``
-    (Ray Data on the cluster at ``address``, a local one when None; ``workers`` actors of
-    ``cpus_per_worker`` CPUs, default as many as the cluster holds)."""
-
-    engine: str = "local"
-    address: str | None = None
-    workers: int | None = None
-    cpus_per_worker: int = 1
-
-    def __post_init__(self) -> None:
-        if self.engine not in ENGINES:
-            raise HopgraphError(f"engine must be one of {list(ENGINES)}, got {self.engine!r}")
-
-
-class PartialBuildError(HopgraphError):
-    """A partial build is in the way, or does not match the build asked for."""
-
-
-def partial_folder(out: str | os.PathLike[str]) -> Path:
-    """Where the build of the index ``out`` keeps its work until it is done."""
-    out = Path(out).resolve()
-    return out.with_name(out.name + ".partial")
 
 
 def build_index(
@@ -102,6 +92,7 @@ def build_index(
     log: Any = None,
     engine: EngineOptions | None = None,
     skip_bad: bool = False,
+    staged: str = "auto",
 ) -> Index:
     """Build the index of the corpus at ``source`` into the folder ``out``, in batches of
     ``batch_size`` passages; returns the saved index (its passages read from ``out`` on demand).
@@ -119,12 +110,20 @@ def build_index(
     may resume on another engine. ``skip_bad``: a JSONL corpus's lines that are not UTF-8 and
     passages with empty text are skipped instead of stopping the build, counted by file and
     line in the index's ``reading`` (``hopgraph info``) and logged.
+
+    ``staged`` (``"auto"``, ``"on"``, ``"off"``): in two stages (:mod:`hopgraph.index.staged`),
+    the index saved to ``out`` searchable without its passage vectors (``dense``, and the
+    parts built from it) as soon as the other parts are merged, then the vectors encoded and
+    the complete index committed as the next generation of ``out``. ``"auto"`` stages a build
+    of ``dense`` over at least :data:`~hopgraph.index.staged.STAGED_MIN_PASSAGES` passages
+    into a folder that holds no index yet; a resumed build goes on as it began.
     """
     from hopgraph import __version__
 
     say = log or (lambda _line: None)
     if batch_size <= 0:
         raise HopgraphError(f"batch_size must be positive, got {batch_size}")
+    check_choice(staged)
     out = Path(out).resolve()
     work = partial_folder(out)
     # a new build replaces nothing at out unless told to; a partial build in the way, or one
@@ -169,45 +168,73 @@ def build_index(
     note = passage_encoder_note(built_opts["dense"], len(corpus)) if "dense" in built_opts else None
     if note:
         say(note)
-    streamed = [n for n in order if classes[n].segmentable]
-    seconds = _segments_stage(
-        corpus, work, streamed, classes, built_opts, batch_size, progress, engine or EngineOptions()
+    later = deferred_parts(order, lambda n: classes[n].requires_for(built_opts[n]))
+    later = later if in_stages(staged, order, later, len(corpus), out, work) else []
+    job = BuildJob(
+        corpus, work, classes, built_opts, batch_size, progress, engine or EngineOptions(), say
     )
-
-    folders = _segment_folders(work, len(corpus), batch_size)
-    index = Index(corpus)
-    index.detected = detected
-    index.reading = reading
-    for name in order:
-        cls = classes[name]
-        merged = work / "merged" / name
-        if not merged.exists():  # each part once: a build stopped here resumes at the next
-            deps = {d: index.parts[d] for d in cls.requires_for(built_opts[name])}
-            t0 = time.perf_counter()
-            if name in streamed:
-                say(f"merging the {name} segments")
-                segs = [f / name for f in folders]
-                part = cls.from_segments(corpus, built_opts[name], segs, deps, progress=progress)
-            else:
-                say(f"building the {name} part")
-                part = cls.build_from(corpus, built_opts[name], deps, progress=progress)
-            secs = seconds.get(name, 0.0) + time.perf_counter() - t0
-            _save_merged(part, merged, secs)
-            del part
-        # read back memory-mapped: the parts merged so far take no memory from the next merge
-        index.parts[name] = cls.load(merged, built_opts[name], mmap=True)
-        meta = json.loads((merged.parent / f"{name}.json").read_text())
-        index.build_seconds[name] = round(meta["build_seconds"], 3)
+    if not (later and (work / SEARCHABLE).exists()):  # (else saved before the build stopped)
+        now = [n for n in order if n not in later]
+        index = _merged(job, now, segments_stage(job, now))
+        index.detected, index.reading = detected, reading
+        if later:  # stage 1 of 2: searchable without the passage vectors
+            say(f"writing {out} (without {', '.join(later)})")
+            save_searchable(index, out, later, work)
+            del index
+            say(
+                f"searchable: {out} ({', '.join(now)}) in {time.perf_counter() - t_start:.0f} s; "
+                "encoding the passage vectors next (searches without a method use the default "
+                "without vectors until then)"
+            )
+    if later:  # stage 2: the passage vectors, then the whole index
+        index = _merged(job, order, segments_stage(job, later, VECTORS), vectors=set(later))
+        index.detected, index.reading = detected, reading
     if index.refresh_profile():
         from hopgraph.index.profile import describe_profile
 
         say(f"profile: {describe_profile(index.profile)}")
     say(f"writing {out}")
-    index.save(out)
+    if later:
+        commit_complete(index, out)  # the next generation of the searchable index
+    else:
+        index.save(out)
     del index  # its parts map files of the partial folder, removed now
     shutil.rmtree(work)
     say(f"built {len(corpus)} passages in {time.perf_counter() - t_start:.1f}s")
     return Index.load(out, verify=False)  # just written and fsynced
+
+
+def _merged(
+    job: BuildJob, order: list[str], seconds: dict[str, float], vectors: set[str] | None = None
+) -> Index:
+    """The index of the parts ``order``, each merged from its segments (under ``vectors/`` for
+    the parts in ``vectors``) or built from the merged ones, saved to ``merged/<part>/`` once
+    and read back memory-mapped."""
+    corpus, options = job.corpus, job.options
+    index = Index(corpus)
+    for name in order:
+        cls = job.classes[name]
+        merged = job.work / "merged" / name
+        if not merged.exists():  # each part once: a build stopped here resumes at the next
+            deps = {d: index.parts[d] for d in cls.requires_for(options[name])}
+            t0 = time.perf_counter()
+            if cls.segmentable:
+                job.say(f"merging the {name} segments")
+                root = VECTORS if name in (vectors or ()) else "segments"
+                batches = segment_folders(job.work, len(corpus), job.batch_size, root)
+                segs = [f / name for f in batches]
+                part = cls.from_segments(corpus, options[name], segs, deps, progress=job.progress)
+            else:
+                job.say(f"building the {name} part")
+                part = cls.build_from(corpus, options[name], deps, progress=job.progress)
+            secs = seconds.get(name, 0.0) + time.perf_counter() - t0
+            _save_merged(part, merged, secs)
+            del part
+        # read back memory-mapped: the parts merged so far take no memory from the next merge
+        index.parts[name] = cls.load(merged, options[name], mmap=True)
+        meta = json.loads((merged.parent / f"{name}.json").read_text())
+        index.build_seconds[name] = round(meta["build_seconds"], 3)
+    return index
 
 
 # -- stages ---------------------------------------------------------------------------------
@@ -225,6 +252,12 @@ def _check_output(out: Path, overwrite: bool, resume: bool, source: Path) -> Non
     if (out / MANIFEST).is_file():
         if overwrite:
             return
+        if resume and _pending(out):
+            raise OutputExistsError(
+                f"nothing to resume: {out} holds the searchable stage of a staged build, but "
+                f"its work folder ({partial_folder(out)}) is gone, so its passage vectors cannot "
+                "be resumed; --force (overwrite=True) builds the index again"
+            )
         if resume:
             raise OutputExistsError(
                 f"nothing to resume: {out} holds a complete index (the build finished); "
@@ -247,6 +280,13 @@ def _check_output(out: Path, overwrite: bool, resume: bool, source: Path) -> Non
             )
     elif os.path.lexists(out):
         raise OutputExistsError(f"{out} is a file, not a folder: choose another output folder")
+
+
+def _pending(out: Path) -> bool:
+    try:
+        return bool(json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("pending"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _save_merged(part: Any, folder: Path, seconds: float) -> None:
@@ -340,139 +380,6 @@ def _checked(passages: Iterable[Any]) -> Iterable[Any]:
         if not p.text.strip():
             raise CorpusError(f"passage {p.id!r} has empty text")
         yield p
-
-
-class _BatchBar:
-    """Moves the indexing bar within a batch as its parts report passages done. Each part
-    stands for its share of the seconds the parts took on the batch before (equal shares
-    before any), so that the bar moves at an even pace; a batch adds exactly its passages."""
-
-    def __init__(self, bar: Any, names: list[str], seconds: dict[str, float]) -> None:
-        self.bar, self.names = bar, names
-        self.weigh(seconds)
-
-    def weigh(self, seconds: dict[str, float]) -> None:
-        """Each part's (start, share) of a batch, from the seconds the parts took on one."""
-        total = sum(seconds.get(n, 0.0) for n in self.names)
-        self.span: dict[str, tuple[float, float]] = {}
-        start = 0.0
-        for n in self.names:
-            share = seconds.get(n, 0.0) / total if total > 0 else 1 / len(self.names)
-            self.span[n] = (start, share)
-            start += share
-
-    def write(
-        self, batch: Corpus, options: dict[str, Any], contexts: dict[str, Any], dest: Path
-    ) -> dict[str, float]:
-        """:func:`write_batch`, the bar moving as it goes."""
-        size, shown = len(batch), 0
-
-        def report(name: str, done: int) -> None:
-            nonlocal shown
-            start, share = self.span[name]
-            at = min(size, int(size * (start + share * min(done, size) / size)))
-            if at > shown:
-                self.bar.update(at - shown)
-                shown = at
-
-        secs = write_batch(batch, self.names, options, contexts, dest, report)
-        self.bar.update(size - shown)  # what rounding left: the batch counts size passages
-        self.weigh(secs)
-        return secs
-
-
-def _commit_segment(
-    tmp: Path, folder: Path, rows: tuple[int, int], secs: dict[str, float], **extra: Any
-) -> None:
-    meta = {"rows": list(rows), "seconds": secs, **extra}
-    write_synced(tmp / "segment.json", json.dumps(meta))
-    fsync_tree(tmp)
-    os.replace(tmp, folder)  # the batch is complete
-
-
-def _segments_stage(
-    corpus: FileCorpus,
-    work: Path,
-    names: list[str],
-    classes: dict[str, Any],
-    options: dict[str, Any],
-    batch_size: int,
-    progress: bool,
-    engine: EngineOptions,
-) -> dict[str, float]:
-    """Write the missing segments; returns the seconds each part spent in all of them."""
-    root = work / "segments"
-    root.mkdir(exist_ok=True)
-    for stale in root.glob(".*.tmp"):  # a batch that was being written when the build stopped
-        shutil.rmtree(stale)
-    n = len(corpus)
-    folders = _segment_folders(work, n, batch_size)
-    done = [f for f in folders if f.exists()]
-    contexts = {}
-    if len(done) < len(folders):  # what each batch needs from the whole corpus (aliases)
-        contexts = {name: classes[name].segment_context(corpus, options[name]) for name in names}
-    todo = [
-        (b, b * batch_size, min(n, (b + 1) * batch_size))
-        for b, f in enumerate(folders)
-        if not f.exists()
-    ]
-    bar = tqdm(
-        total=n,
-        initial=sum(_segment_rows(f) for f in done),
-        desc="indexing",
-        unit="passage",
-        disable=not progress,
-        smoothing=0.05,
-    )
-    try:
-        if engine.engine == "ray" and todo:
-            from hopgraph.index.ray_engine import ray_segments, unpack_folder
-
-            bar.set_postfix_str("ray", refresh=False)
-            made = ray_segments(
-                corpus.lines,
-                todo,
-                names,
-                options,
-                contexts,
-                address=engine.address,
-                workers=engine.workers,
-                cpus_per_worker=engine.cpus_per_worker,
-                source=str(corpus.source) if corpus.source else None,
-            )
-            rows = {b: (lo, hi) for b, lo, hi in todo}
-            for b, packed, info in made:
-                tmp = root / f".{folders[b].name}.tmp"
-                tmp.mkdir()
-                unpack_folder(packed, tmp)
-                _commit_segment(tmp, folders[b], rows[b], info["seconds"], node=info["node"])
-                bar.update(rows[b][1] - rows[b][0])
-        else:
-            last = json.loads((done[-1] / "segment.json").read_text())["seconds"] if done else {}
-            moving = _BatchBar(bar, names, last)
-            bar.set_postfix_str(", ".join(names), refresh=False)
-            for b, lo, hi in todo:
-                batch = Corpus(corpus[lo:hi], source=corpus.source)
-                tmp = root / f".{folders[b].name}.tmp"
-                tmp.mkdir()
-                secs = moving.write(batch, options, contexts, tmp)
-                _commit_segment(tmp, folders[b], (lo, hi), secs)
-    finally:
-        bar.close()
-    totals: dict[str, float] = {}
-    for folder in folders:
-        for name, s in json.loads((folder / "segment.json").read_text())["seconds"].items():
-            totals[name] = totals.get(name, 0.0) + s
-    return totals
-
-
-def _segment_folders(work: Path, n: int, batch_size: int) -> list[Path]:
-    return [work / "segments" / f"{b:06d}" for b in range((n + batch_size - 1) // batch_size)]
-
-
-def _segment_rows(folder: Path) -> int:
-    lo, hi = json.loads((folder / "segment.json").read_text())["rows"]
-    return hi - lo
 
 
 def _fingerprint(path: Path, skip: tuple[Path, ...] = ()) -> list[Any]:

@@ -1,7 +1,9 @@
 """Changes to an index folder made under its writer lock, so that a server serving the folder
 (and any other writer) takes turns with them: ``hopgraph add``/``delete`` (:func:`update_folder`),
 ``hopgraph compact`` (:func:`compact_folder`) and ``hopgraph add-parts``
-(:func:`add_parts_to_folder`). Each saves atomically, as a new generation of the folder."""
+(:func:`add_parts_to_folder`). Each saves atomically, as a new generation of the folder, and
+each is refused (:class:`~hopgraph.errors.BuildPendingError`, before any work) while the folder
+holds the searchable stage of a staged build (:func:`hopgraph.index.staged.writing`)."""
 
 from __future__ import annotations
 
@@ -10,10 +12,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hopgraph.atomic import writer_lock
 from hopgraph.corpus import Passage
 from hopgraph.index.default_build import detected_options
 from hopgraph.index.detect import describe_detected
+from hopgraph.index.staged import writing
 from hopgraph.index.store import Index, PartOptions
 
 Folder = str | os.PathLike[str]
@@ -30,7 +32,7 @@ def update_folder(
     """Add the passages ``add`` to the index in ``folder`` and delete the ids ``delete`` (every
     part updated in place), and save it; returns the new index and where it was saved.
     ``verify``: check every file's checksum when loading (else sizes only)."""
-    with writer_lock(Path(folder).resolve()):
+    with writing(folder):
         index = Index.load(folder, verify=verify)
         new = index.updated(add=list(add), delete=list(delete), progress=progress)
         path = new.save(folder)
@@ -40,7 +42,7 @@ def update_folder(
 def compact_folder(folder: Folder) -> tuple[Index, int, Path]:
     """Write the index in ``folder`` anew as one base, merging its deltas; returns the index,
     the number of deltas merged, and the folder."""
-    with writer_lock(Path(folder).resolve()):
+    with writing(folder):
         index = Index.load(folder)
         n = len(index.deltas or [])
         return index, n, index.compact()
@@ -71,7 +73,7 @@ def add_parts_to_folder(
     build_index` does (``options`` win), recorded in the index and described to ``log``."""
     say = log or (lambda _line: None)
     options = options or {}
-    with writer_lock(Path(folder).resolve()):
+    with writing(folder):
         index = Index.load(folder)
         missing = index.missing(parts)
         if not missing:

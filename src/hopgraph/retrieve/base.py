@@ -346,6 +346,9 @@ class DefaultChoice:
     works: bool = True
     """False when the index lacks what even the fallbacks need (a search then fails, naming
     the parts to add)."""
+    building: bool = False
+    """The missing parts are being built: a staged build's first stage (its manifest's
+    ``pending``), whose second stage adds them."""
 
     @property
     def fell_back(self) -> bool:
@@ -372,11 +375,13 @@ class DefaultChoice:
         n = len(self.missing)
         lacks = f"this index lacks its {', '.join(self.missing)} part{'s' if n > 1 else ''}"
         add = f"add {'them' if n > 1 else 'it'} with `{self.command}`"
+        if self.building:
+            lacks = f"this index's build is still making its {', '.join(self.missing)} part"
+            add = "searches use the full default once the build commits it"
         if not self.fell_back:
             return (
                 f"searched with the default {DEFAULT_METHOD!r} without passage vectors (its "
-                f"ranker fitted for that): {lacks}; {add}, or wait for a staged build to "
-                "finish encoding them"
+                f"ranker fitted for that): {lacks}; {add}"
             )
         return f"searched with {self.method!r}, not the default {DEFAULT_METHOD!r}: {lacks}; {add}"
 
@@ -398,9 +403,10 @@ def default_choice(index: Index) -> DefaultChoice:
     if not missing:
         return DefaultChoice(DEFAULT_METHOD)
     folder = shlex.quote(str(index.path)) if index.path else "INDEX_DIR"
+    building = bool(set(missing) & set((getattr(index, "pending", None) or {}).get("parts", [])))
     for name in (DEFAULT_METHOD, *DEFAULT_FALLBACKS):
         if not index.missing(_default_parts(name)):
-            return DefaultChoice(name, tuple(missing), folder)
+            return DefaultChoice(name, tuple(missing), folder, building=building)
     return DefaultChoice(DEFAULT_METHOD, tuple(missing), folder, works=False)
 
 

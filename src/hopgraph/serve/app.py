@@ -35,6 +35,7 @@ from hopgraph import __version__
 from hopgraph.config import describe_options
 from hopgraph.corpus import Passage
 from hopgraph.errors import (
+    BuildPendingError,
     ConfigError,
     CorpusError,
     DuplicateIdError,
@@ -90,7 +91,8 @@ it answers 422 `missing_index_part`.
 
 Every error answers `{"error": {"type", "message", "details"}}` with a 4xx status:
 400 bad encoding or JSON, 404 unknown passage or path, 409 refused update (duplicate ids, would
-empty the index, a part that cannot be updated in place), 413 a body over `max_body_bytes`,
+empty the index, a part that cannot be updated in place, an index whose build is still encoding
+its passage vectors: `index_building`, `GET /info`'s `build`), 413 a body over `max_body_bytes`,
 415 a body that is not JSON, 422 invalid request (validation, a field over its limit: query
 length, batch size, passages or ids per update, k over max_k; unknown method or parameter, a
 method needing an index part the index lacks). `GET /info` lists the limits; the OpenAPI
@@ -336,13 +338,22 @@ def _router(
         snap = served.snapshot
         methods = [_method_info(name, snap, served) for name in list_methods()]
         choice = default_choice(snap.index)
+        build = served.build_stage(snap)
+        note = choice.note or None
+        if note and build["stage"] != "complete":  # no part to add: the build is adding them
+            note = (
+                f"the build is encoding the passage vectors ({build['vectors_done']} / "
+                f"{build['vectors_total']}): until it commits the complete index, searches "
+                f"without a method use {choice.method!r}"
+            )
         return {
             "index": jsonable(snap.index.info()),
             "generation": snap.generation,
+            "build": build,
             "default_method": DEFAULT_METHOD,
             "default_available": any(m["default"] and m["available"] for m in methods),
             "default_used": choice.method,
-            "default_note": choice.note or None,
+            "default_note": note,
             "methods": methods,
             "limits": settings.limits(),
             "role": served.role,
@@ -454,6 +465,8 @@ def _update(
         raise ApiError(404, "unknown_ids", str(exc), [{"ids": exc.ids[:20]}]) from None
     except NotWriterError as exc:
         raise ApiError(409, "not_the_writer", str(exc)) from None
+    except BuildPendingError as exc:  # a staged build is encoding the passage vectors
+        raise ApiError(409, "index_building", str(exc)) from None
     except UpdateError as exc:
         raise ApiError(409, "update_refused", str(exc)) from None
     except CorpusError as exc:

@@ -12,7 +12,7 @@ by the endpoints, listed by ``GET /info`` and written into the OpenAPI document
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -216,9 +216,25 @@ class MethodInfo(BaseModel):
     server_params: dict[str, Any] = Field(description="parameters fixed by the server")
 
 
+class BuildStage(BaseModel):
+    stage: Literal["searchable", "complete"] = Field(
+        description="searchable: a staged build saved the index without its passage vectors, "
+        "which it is encoding (searches without a method use the default without them; writes "
+        "answer 409 index_building); complete: every part is in"
+    )
+    pending_parts: list[str] = Field(description="the parts the build has still to add")
+    vectors_done: int = Field(description="passage vectors encoded so far")
+    vectors_total: int = Field(description="passage vectors of the complete index")
+    building: bool = Field(
+        description="a build's work folder (INDEX_DIR.partial) exists: the build runs, or "
+        "stopped and continues with `hopgraph index ... --resume`"
+    )
+
+
 class Info(BaseModel):
     index: dict[str, Any] = Field(description="hopgraph info of the served index")
     generation: int
+    build: BuildStage = Field(description="the served generation's build stage")
     default_method: str = Field(
         description="the recommended default method: a search without `method` (or with "
         "'default') uses it when the index has its parts"

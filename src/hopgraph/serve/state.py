@@ -34,11 +34,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from hopgraph.atomic import WriterRole, writer_lock
+from hopgraph.atomic import WriterRole
 from hopgraph.config import make_options
 from hopgraph.corpus import Passage
 from hopgraph.errors import ConfigError, HopgraphError, NotWriterError, UpdateError
 from hopgraph.index import Index
+from hopgraph.index.staged import stage_of, writing
 from hopgraph.index.store import manifest_digest, missing_parts_message
 from hopgraph.priority import lower_priority
 from hopgraph.retrieve.registry import (
@@ -222,6 +223,7 @@ class ServedIndex:
             old = self.snapshot
             if manifest_digest(self.path) == old.index.manifest_digest:
                 return False
+            was_pending = bool(old.index.pending)
             index = old.index.reloaded()  # only the deltas committed since, where it can
             snap = self._snapshot(index)
             self._warm(snap, old.retrievers.entries())
@@ -231,7 +233,15 @@ class ServedIndex:
         log.info(
             "generation %d loaded from %s (%d passages)", snap.generation, self.path, len(index)
         )
+        if was_pending and not index.pending:  # a staged build committed its complete index
+            log.info("index complete: passage vectors in; searches use the full default")
         return True
+
+    def build_stage(self, snap: Snapshot | None = None) -> dict[str, Any]:
+        """The build stage of the served generation (:func:`hopgraph.index.staged.build_stage`:
+        searchable while a staged build encodes the passage vectors, how many are done)."""
+        index = (snap or self.snapshot).index
+        return stage_of(self.path, index.pending, len(index), index.has("dense"))
 
     def _check_server_params(self) -> None:
         for method, params in self.settings.method_params.items():
@@ -280,9 +290,11 @@ class ServedIndex:
             raise RequestError("invalid_params", str(exc)) from None
         missing = snap.index.missing(needs)
         if missing:
-            raise RequestError(
+            pending = set(missing) <= set((snap.index.pending or {}).get("parts", []))
+            raise RequestError(  # (a staged build's parts come without a restart)
                 "missing_index_part",
-                missing_parts_message(snap.index, missing, method) + ", then restart the server",
+                missing_parts_message(snap.index, missing, method)
+                + ("" if pending else ", then restart the server"),
             )
         try:
             return snap.retrievers.get(cls, opts)
@@ -313,7 +325,7 @@ class ServedIndex:
         return self._writer.submit(self._update, add, delete).result()
 
     def _update(self, add: list[Passage], delete: list[str]) -> UpdateResult:
-        with self._write_lock, writer_lock(self.path):
+        with self._write_lock, writing(self.path):
             if self._stop.is_set():  # closed: the server stops, or the named index was dropped
                 raise UpdateError(f"{self.path} is no longer served")
             t0 = time.perf_counter()
@@ -363,7 +375,7 @@ class ServedIndex:
         if threading.current_thread() is self._compactor:
             lower_priority(self.settings.writer_nice)
         try:
-            with self._write_lock, writer_lock(self.path):
+            with self._write_lock, writing(self.path):
                 old = self.snapshot
                 if not old.index.deltas or manifest_digest(self.path) != old.index.manifest_digest:
                     return False
