@@ -10,7 +10,7 @@ from hopgraph.corpus import Corpus, Passage, load_corpus
 from hopgraph.defaults import DEFAULT_PARTS, default_build, describe_detected, detected_options
 from hopgraph.index import Index
 from hopgraph.index.detect import detect_settings, looks_like_name, title_stats
-from hopgraph.retrieve.base import DEFAULT_METHOD, method_parts
+from hopgraph.retrieve.base import DEFAULT_METHOD, full_parts, method_parts
 
 
 def _corpus(titles: list[str]) -> Corpus:
@@ -77,7 +77,9 @@ def test_title_stats_ignore_disambiguators():
 
 def test_default_parts_are_the_default_methods():
     assert DEFAULT_METHOD == "multihop"
-    assert DEFAULT_PARTS == method_parts(DEFAULT_METHOD) == method_parts(None)
+    # what the default uses: the parts it needs and the passage vectors it ranks better with
+    assert set(DEFAULT_PARTS) == set(full_parts(DEFAULT_METHOD))
+    assert method_parts(DEFAULT_METHOD) == method_parts(None) == ("sparse", "entities")
     assert {"sparse", "dense", "entities"} <= set(DEFAULT_PARTS)
 
 

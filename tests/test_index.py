@@ -132,7 +132,8 @@ def test_missing_part_names_how_to_add_it(demo_dataset, tmp_path):
     with pytest.raises(ConfigError) as exc:
         get_retriever(Index.load(tmp_path / "my ix"), "multihop")  # named: no fallback
     assert "method 'multihop' needs more index parts" in str(exc.value)
-    assert "no 'dense', 'entities' parts (it has: sparse)" in str(exc.value)
+    assert "no 'entities' part (it has: sparse)" in str(exc.value)  # dense: optional
+    assert "(with dense, which it ranks better with)" in str(exc.value)
     assert f"`hopgraph add-parts '{tmp_path / 'my ix'}' --parts dense,entities`" in str(exc.value)
 
 

@@ -657,7 +657,9 @@ def test_cli_serve_answers_over_http(index_dir):
         proc.wait(timeout=10)
     assert "z1" in Index.load(index_dir).corpus
     log = proc.stderr.read().decode()
-    assert "warning: searches without a method use 'bm25': the default, 'multihop'" in log
+    assert (
+        "note: searches without a method: searched with 'bm25', not the default 'multihop'" in log
+    )
     assert f"hopgraph add-parts {index_dir} --parts dense,entities" in log
 
 

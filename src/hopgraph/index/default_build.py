@@ -20,8 +20,9 @@ from hopgraph.index.detect import DETECTED_PARTS, WHY, detect_settings, detected
 from hopgraph.index.registry import PartOptions, dependency_order
 
 DEFAULT_PARTS: tuple[str, ...] = ("sparse", "dense", "entities")
-"""The index parts :data:`hopgraph.defaults.DEFAULT_METHOD` needs (with its default parameters:
-``method_parts(DEFAULT_METHOD)``, which tests/test_detect.py holds it to)."""
+"""The index parts :data:`hopgraph.defaults.DEFAULT_METHOD` uses (with its default parameters:
+``full_parts(DEFAULT_METHOD)``, the parts it needs and the passage vectors it ranks better
+with; tests/test_detect.py holds it to that)."""
 
 
 def detected_options(

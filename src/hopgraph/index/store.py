@@ -324,9 +324,12 @@ class Index(IndexFolder):
         }
 
 
-def missing_parts_message(index: Index, missing: Sequence[str], method: str | None = None) -> str:
+def missing_parts_message(
+    index: Index, missing: Sequence[str], method: str | None = None, also: Sequence[str] = ()
+) -> str:
     """Why ``index`` cannot serve a request needing the parts ``missing``, and the command that
-    adds them (``hopgraph add-parts``, naming the index folder when it has one)."""
+    adds them (``hopgraph add-parts``, naming the index folder when it has one) with ``also``,
+    parts the method uses where present that the index lacks too."""
     have = ", ".join(sorted(index.parts)) or "none"
     folder = shlex.quote(str(index.path)) if index.path else "INDEX_DIR"
     names = ", ".join(repr(m) for m in missing)
@@ -342,7 +345,10 @@ def missing_parts_message(index: Index, missing: Sequence[str], method: str | No
             f"(`hopgraph info {folder}` shows how far); {'it comes' if one else 'they come'} "
             "with the complete index"
         )
+    extra = [a for a in also if a not in missing]
+    with_also = f" (with {', '.join(extra)}, which it ranks better with)" if extra else ""
+    add = sorted({*missing, *extra}) if extra else list(missing)  # (with them: in name order)
     return (
-        f"{problem} (it has: {have}); add {'it' if one else 'them'} with "
-        f"`hopgraph add-parts {folder} --parts {','.join(missing)}`"
+        f"{problem} (it has: {have}); add {'it' if one else 'them'}{with_also} with "
+        f"`hopgraph add-parts {folder} --parts {','.join(add)}`"
     )

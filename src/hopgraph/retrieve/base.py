@@ -27,6 +27,7 @@ from hopgraph.config import make_options
 from hopgraph.errors import ConfigError, HopgraphError
 from hopgraph.filters import matching_rows
 from hopgraph.index import Index
+from hopgraph.index.registry import available_parts as registered_parts
 from hopgraph.index.store import missing_parts_message
 from hopgraph.retrieve.crowding import Crowding, check_max_per_doc, crowding_for
 from hopgraph.retrieve.ranking import Ranking
@@ -91,7 +92,8 @@ class Retriever(ABC):
     def __init__(self, index: Index, params: Any):
         missing = index.missing(self.parts_for(params))
         if missing:  # one message naming every missing part and the command that adds them
-            raise ConfigError(missing_parts_message(index, missing, self.name))
+            also = index.missing(self.optional)
+            raise ConfigError(missing_parts_message(index, missing, self.name, also))
         self.index = index
         self.params = params
         self.ids = index.corpus.ids
@@ -414,7 +416,9 @@ def default_choice(index: Index) -> DefaultChoice:
 def full_parts(name: str) -> tuple[str, ...]:
     """The parts method ``name`` needs with its default parameters, and those it uses where the
     index has them (:attr:`Retriever.optional`): what a build for it makes."""
-    return tuple(dict.fromkeys([*_default_parts(name), *method_class(name).optional]))
+    parts = {*_default_parts(name), *method_class(name).optional}
+    known = [p for p in registered_parts() if p in parts]  # in the parts' registration order
+    return (*known, *sorted(parts - set(known)))
 
 
 @functools.cache

@@ -293,7 +293,7 @@ class ServedIndex:
             pending = set(missing) <= set((snap.index.pending or {}).get("parts", []))
             raise RequestError(  # (a staged build's parts come without a restart)
                 "missing_index_part",
-                missing_parts_message(snap.index, missing, method)
+                missing_parts_message(snap.index, missing, method, snap.index.missing(cls.optional))
                 + ("" if pending else ", then restart the server"),
             )
         try:
