@@ -483,10 +483,17 @@ def disk_usage(index_dir: Path, n: int) -> dict[str, Any]:
     }
 
 
-def _eval(dataset: str, data_dir: str, methods: str, index: Path | None, tmp: Path) -> dict:
+def _eval(
+    dataset: str,
+    data_dir: str,
+    methods: str,
+    index: Path | None,
+    tmp: Path,
+    extra: list[str] | None = None,
+) -> dict:
     out = tmp / f"eval-{'index' if index else 'pool'}.json"
     cmd = _hopgraph("eval", dataset, "--data-dir", data_dir, "--method", methods, "-q")
-    cmd += ["--json", str(out)] + (["--index", str(index)] if index else [])
+    cmd += ["--json", str(out)] + (["--index", str(index)] if index else []) + (extra or [])
     _measured(cmd)
     rows = json.loads(out.read_text())
     rows = rows if isinstance(rows, list) else [rows]
