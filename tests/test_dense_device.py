@@ -53,7 +53,7 @@ def test_device_option_is_checked():
 @pytest.mark.parametrize("bf16", [True, False])
 @no_cuda
 def test_auto_without_cuda_chooses_as_the_cpu_does(monkeypatch, bf16):
-    import hopgraph.index.dense as dense_mod
+    import hopgraph.index.dense_options as dense_mod
 
     monkeypatch.setattr(dense_mod, "cpu_has_bf16", lambda: bf16)
     for extra in ({}, {"backend": "torch"}, {"precision": "int8"}, {"passage_encoder": "same"}):

@@ -160,7 +160,7 @@ needs_bf16 = pytest.mark.skipif(
 
 
 def test_passage_encoder_choice_follows_size_cpu_and_options(monkeypatch):
-    import hopgraph.index.dense as dense_mod
+    import hopgraph.index.dense_options as dense_mod
 
     o = make_options(DenseOptions, {"fast_encode_min_passages": 100})
     monkeypatch.setattr(dense_mod, "cpu_has_bf16", lambda: True)

@@ -23,210 +23,33 @@ stay on the CPU encoder.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError
 from hopgraph.index.ann import FILE as ANN_FILE
 from hopgraph.index.ann import AnnIndex
+from hopgraph.index.dense_options import (  # noqa: F401 - the part's options, re-exported
+    CUDA_BATCH_SIZE,
+    ENCODER_FILE,
+    ENCODERS,
+    DenseOptions,
+    passage_encoder_note,
+)
 from hopgraph.index.part import Change, IndexPart, ReplayStep
 from hopgraph.index.stacked_rows import StackedRows
-from hopgraph.models.embedder import (
-    BACKENDS,
-    DEFAULT_BACKEND,
-    DEFAULT_EMBEDDER,
-    PRECISIONS,
-    Embedder,
-    check_cuda,
-    check_precision,
-    cpu_has_bf16,
-    cuda_available,
-    load_embedder,
-)
-
-ENCODER_FILE = "encoder.txt"
-# what each passage encoder label means, for messages
-ENCODERS = {
-    "same": "the query encoder",
-    "torch-bf16": "PyTorch bf16 on the CPU",
-    "torch-cuda": "PyTorch fp32 on a CUDA GPU",
-}
-# passages per batch on a GPU at least (dense.batch_size suits a CPU); 128 x 256 tokens of a
-# MiniLM-sized model is well within any CUDA card's memory
-CUDA_BATCH_SIZE = 128
+from hopgraph.models.embedder import Embedder, cuda_available, load_embedder
 
 
 def _segment_encoder(folder: Path) -> str:
     """What encoded the passages of a segment or part folder (older folders: the query encoder)."""
     path = folder / ENCODER_FILE
     return path.read_text().strip() if path.exists() else "same"
-
-
-@dataclass(frozen=True)
-class DenseOptions:
-    model: str = option(
-        DEFAULT_EMBEDDER,
-        "sentence-transformers model: name or local folder (backend=static: a model2vec folder, "
-        "or a sentence-transformers model distilled once into a cache)",
-    )
-    backend: str = option(
-        DEFAULT_BACKEND,
-        "encoder runtime: onnx = ONNX Runtime (exported once to a cache, same vectors, ~2.5x "
-        "faster single queries on CPU), torch = PyTorch, static = model2vec static embedder "
-        "distilled from the model (much faster, lower recall; pip install 'hopgraph[static]')",
-        choices=BACKENDS,
-    )
-    precision: str = option(
-        "auto",
-        "torch: auto = bf16 where the CPU has it (avx512_bf16/AMX), else fp32; "
-        "onnx: auto = fp32, int8 = dynamically quantised copy (faster, cosine ~0.997 to fp32); "
-        "static: auto/fp32 only",
-        choices=PRECISIONS,
-    )
-    passage_encoder: str = option(
-        "auto",
-        "what encodes the passages at index time (queries always use backend/precision): "
-        "same = the query encoder; torch-bf16 = PyTorch with bf16 weights (~1.7x faster than "
-        "ONNX fp32 on a CPU with avx512_bf16/AMX, cosine ~0.9999 to fp32); auto = torch-bf16 "
-        "from fast_encode_min_passages passages on when backend=onnx runs fp32, the CPU has "
-        "bf16 and PyTorch is installed, else same",
-        choices=("auto", "same", "torch-bf16"),
-    )
-    device: str = option(
-        "cpu",
-        "where the passages are encoded at index time (builds, added parts and passages; "
-        "queries always run on the CPU): cpu; cuda = PyTorch fp32 on the GPU (passage_encoder "
-        "torch-cuda, batches of at least 128; refused where torch sees no CUDA device); "
-        "auto = cuda where torch sees a CUDA device (with passage_encoder=auto), else cpu",
-        choices=("cpu", "cuda", "auto"),
-    )
-    fast_encode_min_passages: int = option(
-        20_000, "passage_encoder=auto encodes with torch-bf16 from this many passages on"
-    )
-    batch_size: int = option(16, "passages per encoder batch")
-    max_seq_length: int = option(256, "encoder truncation length in tokens")
-    ann: str = option(
-        "auto",
-        "approximate search (usearch HNSW): auto = from ann_min_passages passages on, hnsw = "
-        "always, none = exact search only",
-        choices=("auto", "hnsw", "none"),
-    )
-    ann_min_passages: int = option(100_000, "ann=auto builds the HNSW graph from this many")
-    ann_dtype: str = option("i8", "vector copy inside the HNSW graph", choices=("i8", "f16", "f32"))
-    ann_connectivity: int = option(16, "HNSW links per node (usearch connectivity)")
-    ann_expansion_add: int = option(128, "HNSW candidates while adding (efConstruction)")
-    vectors: str = option(
-        "float32",
-        "dtype of the stored vectors: float16 halves their size, but full scans (methods "
-        "without the HNSW graph) get ~10x slower; auto = float16 when the graph is built",
-        choices=("auto", "float32", "float16"),
-    )
-    hnsw: bool = option(False, "also build an hnswlib HNSW graph (older; ann= is the default)")
-    hnsw_m: int = option(32, "hnswlib M (links per node)")
-    hnsw_ef_construction: int = option(200, "hnswlib efConstruction")
-
-    def validate(self) -> None:
-        for name in (
-            "batch_size", "max_seq_length", "hnsw_m", "hnsw_ef_construction",
-            "ann_min_passages", "ann_connectivity", "ann_expansion_add",
-            "fast_encode_min_passages",
-        ):  # fmt: skip
-            positive(name, getattr(self, name))
-        check_precision(self.backend, self.precision)
-        if self.passage_encoder == "torch-bf16" and self.backend == "static":
-            raise ConfigError(
-                "passage_encoder=torch-bf16 needs a transformer query encoder "
-                "(backend=onnx or torch), not backend=static"
-            )
-        if self.device == "cuda" and self.backend == "static":
-            raise ConfigError(
-                "device=cuda encodes passages with the transformer on the GPU, which "
-                "backend=static (a static embedder) has not; use backend=onnx or torch"
-            )
-        if self.device == "cuda" and self.passage_encoder != "auto":
-            raise ConfigError(
-                f"device=cuda encodes passages on the GPU (torch-cuda), but passage_encoder="
-                f"{self.passage_encoder} asks for {ENCODERS[self.passage_encoder]} on the CPU; "
-                "leave passage_encoder=auto, or set device=cpu"
-            )
-        # device=cuda on a machine without one is refused where passages are encoded
-        # (passage_encoder_for), not here: an index built on a GPU still loads anywhere
-
-    def passage_encoder_for(self, n: int) -> str:
-        """The passage encoder a build of ``n`` passages runs: ``same``, ``torch-bf16`` or
-        ``torch-cuda``. ``device=cuda`` where torch sees no CUDA device raises ConfigError."""
-        if self.passage_encoder == "auto":
-            if self.device == "cuda":
-                check_cuda("dense.device=cuda")
-                return "torch-cuda"
-            if self.device == "auto" and self.backend != "static" and cuda_available():
-                return "torch-cuda"
-        return self.cpu_passage_encoder_for(n)
-
-    def cpu_passage_encoder_for(self, n: int) -> str:
-        """The passage encoder a build of ``n`` passages runs on the CPU (``device`` aside):
-        ``same`` or ``torch-bf16``."""
-        if self.passage_encoder != "auto":
-            return self.passage_encoder
-        fast = (
-            n >= self.fast_encode_min_passages
-            and self.backend == "onnx"
-            and self.precision in ("auto", "fp32")
-            and cpu_has_bf16()
-            and importlib.util.find_spec("torch") is not None
-            and importlib.util.find_spec("sentence_transformers") is not None
-        )
-        return "torch-bf16" if fast else "same"
-
-    def passage_embedder(self, n: int) -> Embedder:
-        """The (shared) embedder that encodes the passages of a build of ``n`` passages."""
-        return self.embedder_for(self.passage_encoder_for(n))
-
-    def embedder_for(self, encoder: str) -> Embedder:
-        """The (shared) embedder behind a passage encoder label (``same``, ``torch-bf16``,
-        ``torch-cuda``: the last raises ConfigError where torch sees no CUDA device)."""
-        if encoder == "torch-bf16":
-            return load_embedder(
-                self.model, precision="bf16", max_seq_length=self.max_seq_length, backend="torch"
-            )
-        if encoder == "torch-cuda":
-            check_cuda("the passage encoder torch-cuda (dense.device)")
-            return load_embedder(
-                self.model,
-                precision="fp32",
-                max_seq_length=self.max_seq_length,
-                backend="torch",
-                device="cuda",
-            )
-        return load_embedder(
-            self.model,
-            precision=self.precision,
-            max_seq_length=self.max_seq_length,
-            backend=self.backend,
-        )
-
-    def batch_size_for(self, encoder: str) -> int:
-        """Passages per encoder batch: ``batch_size``, at least CUDA_BATCH_SIZE on a GPU."""
-        if encoder == "torch-cuda":
-            return max(self.batch_size, CUDA_BATCH_SIZE)
-        return self.batch_size
-
-    def uses_ann(self, n: int) -> bool:
-        """Whether a part of ``n`` passages gets the usearch HNSW graph."""
-        return self.ann == "hnsw" or (self.ann == "auto" and n >= self.ann_min_passages)
-
-    def stored_dtype(self, n: int) -> type:
-        if self.vectors == "auto":
-            return np.float16 if self.uses_ann(n) else np.float32
-        return np.float16 if self.vectors == "float16" else np.float32
 
 
 class DensePart(IndexPart):
@@ -581,26 +404,6 @@ class DensePart(IndexPart):
         self.hnsw.set_ef(max(ef, k))
         labels, dist = self.hnsw.knn_query(np.atleast_2d(qvecs), k=k, num_threads=1)
         return labels.astype(np.int64), (1.0 - dist).astype(np.float32)
-
-
-def passage_encoder_note(options: DenseOptions, n: int) -> str | None:
-    """A line for the build log when the passages of a build of ``n`` passages are not encoded
-    by the query encoder (None when they are); raises where
-    :meth:`DenseOptions.passage_encoder_for` does."""
-    encoder = options.passage_encoder_for(n)
-    if encoder == "torch-bf16":
-        return (
-            "dense: passages encoded by PyTorch with bf16 weights (the CPU has bf16; cosine "
-            "~0.9999 to fp32), queries by the configured encoder [dense.passage_encoder=auto]"
-        )
-    if encoder == "torch-cuda":
-        import torch
-
-        return (
-            f"dense: passages encoded by PyTorch fp32 on the GPU ({torch.cuda.get_device_name()}), "
-            f"queries by the configured encoder on the CPU [dense.device={options.device}]"
-        )
-    return None
 
 
 def part_vectors(vectors: np.ndarray) -> np.ndarray:
