@@ -15,7 +15,10 @@ the same way (sparse and entities); then the build resumes for ``--encode-second
 the vector stage's rate from ``hopgraph info`` (passage vectors done over time), and is
 stopped with Ctrl-C's signal (its batches kept: ``hopgraph index ... --resume`` goes on), or
 left to finish with ``--encode-seconds 0``. Peak RSS of the build up to the first search (the
-process's VmHWM). Results: ``benchmarks/results/first_search.json``, keyed by dataset and size.
+process's VmHWM) and over the whole build (sampled); with ``--encode-seconds 0`` the build runs
+to its end and the complete index is measured too (disk, load and RSS after a search with
+``bm25``, ``dense`` and the default, and ``hopgraph eval`` of the three). Results:
+``benchmarks/results/first_search.json``, keyed by dataset and size.
 """
 
 from __future__ import annotations
@@ -27,11 +30,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from scale import _eval, _hopgraph, disk_usage, machine
+from scale import _LOADED, _eval, _hopgraph, disk_usage, machine
 
 RESULTS = Path(__file__).resolve().parent / "results" / "first_search.json"
 
@@ -47,6 +51,24 @@ def vm_hwm_mb(pid: int) -> float:
     return 0.0
 
 
+class PeakRss:
+    """The highest VmHWM of process ``pid``, sampled every few seconds until :meth:`stop`."""
+
+    def __init__(self, pid: int, every: float = 2.0):
+        self.pid, self.peak, self._stop = pid, 0.0, threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every,), daemon=True)
+        self._thread.start()
+
+    def _run(self, every: float) -> None:
+        while not self._stop.wait(every):
+            self.peak = max(self.peak, vm_hwm_mb(self.pid))
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
 def vectors_done(index: Path) -> int:
     r = subprocess.run(_hopgraph("info", str(index)), capture_output=True, text=True, check=True)
     build = json.loads(r.stdout).get("build") or {}
@@ -60,6 +82,7 @@ def main() -> None:
     ap.add_argument("--data-dir", default=os.environ.get("HOPGRAPH_DATA", "../shared/data"))
     ap.add_argument("--limit", type=int, default=0, help="questions evaluated (0: all)")
     ap.add_argument("--encode-seconds", type=float, default=600.0)
+    ap.add_argument("--staged", default="auto", help="hopgraph index --staged (on: below 50k)")
     args = ap.parse_args()
     corpus = Path(args.corpus).resolve()
     meta = json.loads((corpus / "scale.json").read_text())
@@ -74,7 +97,7 @@ def main() -> None:
 
     t0 = time.perf_counter()
     build = subprocess.Popen(
-        _hopgraph("index", str(corpus), "-o", str(index), "-q"),
+        _hopgraph("index", str(corpus), "-o", str(index), "-q", "--staged", args.staged),
         stderr=subprocess.PIPE, text=True,
         # Ctrl-C's signal stops it as at a terminal, even where this script runs in the
         # background (whose children start with SIGINT ignored)
@@ -82,6 +105,7 @@ def main() -> None:
     )  # fmt: skip
     log = []
     assert build.stderr is not None
+    peak = PeakRss(build.pid)
     for line in build.stderr:
         log.append(line.rstrip())
         print(f"[{time.perf_counter() - t0:7.1f}s] {line.rstrip()}", file=sys.stderr, flush=True)
@@ -125,12 +149,19 @@ def main() -> None:
     build.wait()
     result["build_rc"] = build.returncode
     result["build_wall_seconds"] = round(time.perf_counter() - t0, 1)
-    if build.returncode == 0:  # it ran to the end: the complete index
+    result["build_peak_rss_mb"] = round(peak.stop())
+    if build.returncode == 0:  # it ran to the end: the complete index, measured as above
         result["complete_seconds"] = result["build_wall_seconds"]
         result["disk_complete"] = disk_usage(index, n)
         manifest = json.loads((index / "manifest.json").read_text())
         result["parts_seconds"] = {k: round(v["build_seconds"], 1)
                                    for k, v in manifest["parts"].items()}  # fmt: skip
+        loaded = [sys.executable, "-c", _LOADED, str(index), question, "bm25,dense,default"]
+        r = subprocess.run(loaded, stdout=subprocess.PIPE, text=True, check=True)
+        result["load_complete"] = {k: round(v, 2) for k, v in json.loads(r.stdout).items()}
+        limit = ["--limit", str(args.limit)] if args.limit else []
+        result["eval_complete"] = _eval(dataset, args.data_dir, "bm25,dense,default", index,
+                                        work, limit)  # fmt: skip
     result["log_tail"] = log[-6:]
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     results[f"{dataset}-{n}"] = result
