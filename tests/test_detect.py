@@ -10,7 +10,7 @@ from hopgraph.corpus import Corpus, Passage, load_corpus
 from hopgraph.defaults import DEFAULT_PARTS, default_build, describe_detected, detected_options
 from hopgraph.index import Index
 from hopgraph.index.detect import detect_settings, looks_like_name, title_stats
-from hopgraph.retrieve.base import DEFAULT_METHOD, full_parts, method_parts
+from hopgraph.retrieve.base import DEFAULT_METHOD, full_parts, method_parts, needed_parts
 
 
 def _corpus(titles: list[str]) -> Corpus:
@@ -79,7 +79,8 @@ def test_default_parts_are_the_default_methods():
     assert DEFAULT_METHOD == "multihop"
     # what the default uses: the parts it needs and the passage vectors it ranks better with
     assert set(DEFAULT_PARTS) == set(full_parts(DEFAULT_METHOD))
-    assert method_parts(DEFAULT_METHOD) == method_parts(None) == ("sparse", "entities")
+    assert set(method_parts(DEFAULT_METHOD)) == set(method_parts(None)) == set(DEFAULT_PARTS)
+    assert needed_parts(DEFAULT_METHOD) == ("sparse", "entities")  # searches without vectors
     assert {"sparse", "dense", "entities"} <= set(DEFAULT_PARTS)
 
 

@@ -154,3 +154,16 @@ def test_bm25s_weight_goes_by_corpus_kind_without_vectors(demo_dataset, bare_ind
     q = demo_dataset.questions[0].text
     fused, alone = r.search(q, k=10), get_retriever(plain, lexical_weight=0).search(q, k=10)
     assert fused.info["lexical_weight"] == 1.0 and alone.info["lexical_weight"] == 0.0
+
+
+def test_an_evaluation_of_the_default_builds_its_vectors():
+    """What a build for the default makes includes the dense part it only uses where present:
+    `hopgraph eval SET` with no method measures the full default, not the one without vectors
+    (it searches with what the index has)."""
+    from hopgraph.eval import MethodSpec
+    from hopgraph.eval.runner import required_parts
+    from hopgraph.retrieve.base import needed_parts
+
+    assert "dense" in required_parts([MethodSpec(DEFAULT_METHOD)])
+    assert "dense" in required_parts([MethodSpec("default")])
+    assert "dense" not in needed_parts(DEFAULT_METHOD)

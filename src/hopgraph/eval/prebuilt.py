@@ -12,7 +12,7 @@ from hopgraph.errors import ConfigError, HopgraphError
 from hopgraph.eval.runner import MethodSpec
 from hopgraph.index import Index
 from hopgraph.index.store import missing_parts_message
-from hopgraph.retrieve.base import method_parts
+from hopgraph.retrieve.base import needed_parts
 
 _REBUILD = (
     "build the index over a corpus that keeps every passage of {name} with its id (str(idx) "
@@ -88,7 +88,9 @@ def load_prebuilt(
         f"in {secs:.2f}s"
     )
     for spec in specs:
-        missing = index.missing(method_parts(spec.method, spec.params))
+        missing = index.missing(
+            needed_parts(spec.method, spec.params)
+        )  # (the default: without vectors)
         if missing:
             raise ConfigError(missing_parts_message(index, missing, spec.method))
     questions = dataset.questions[:limit] if limit else dataset.questions

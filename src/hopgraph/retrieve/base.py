@@ -405,7 +405,7 @@ def default_choice(index: Index) -> DefaultChoice:
     if not missing:
         return DefaultChoice(DEFAULT_METHOD)
     folder = shlex.quote(str(index.path)) if index.path else "INDEX_DIR"
-    building = bool(set(missing) & set((getattr(index, "pending", None) or {}).get("parts", [])))
+    building = bool(set(missing) & set((index.pending or {}).get("parts", [])))
     for name in (DEFAULT_METHOD, *DEFAULT_FALLBACKS):
         if not index.missing(_default_parts(name)):
             return DefaultChoice(name, tuple(missing), folder, building=building)
@@ -416,16 +416,16 @@ def default_choice(index: Index) -> DefaultChoice:
 def full_parts(name: str) -> tuple[str, ...]:
     """The parts method ``name`` needs with its default parameters, and those it uses where the
     index has them (:attr:`Retriever.optional`): what a build for it makes."""
-    parts = {*_default_parts(name), *method_class(name).optional}
+    parts = set(method_parts(name))
     known = [p for p in registered_parts() if p in parts]  # in the parts' registration order
     return (*known, *sorted(parts - set(known)))
 
 
 @functools.cache
 def _default_parts(name: str) -> tuple[str, ...]:
-    """:func:`method_parts` with the default parameters, once per method (every search without
+    """:func:`needed_parts` with the default parameters, once per method (every search without
     a method on the server asks)."""
-    return method_parts(name)
+    return needed_parts(name)
 
 
 def is_default(name: str | None) -> bool:
@@ -467,7 +467,7 @@ def supported_methods(index: Index | None = None) -> list[str]:
     out = []
     for name in list_methods():
         try:
-            parts = method_parts(name)
+            parts = needed_parts(name)
         except ConfigError:  # a method that needs a parameter
             continue
         if index is None or not index.missing(parts):
@@ -476,7 +476,13 @@ def supported_methods(index: Index | None = None) -> list[str]:
 
 
 def method_parts(name: str | None, params: dict[str, Any] | None = None) -> tuple[str, ...]:
-    """The index parts method ``name`` needs with ``params``."""
+    """The index parts a build for method ``name`` with ``params`` makes: those it needs
+    (:func:`needed_parts`) and those it uses where present (:attr:`Retriever.optional`)."""
+    return tuple(dict.fromkeys([*needed_parts(name, params), *method_class(name).optional]))
+
+
+def needed_parts(name: str | None, params: dict[str, Any] | None = None) -> tuple[str, ...]:
+    """The index parts method ``name`` cannot search without, with ``params``."""
     cls = method_class(name)
     return cls.parts_for(make_options(cls.Params, params or {}, what=f"method {cls.name!r}"))
 
