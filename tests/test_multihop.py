@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -385,3 +386,81 @@ def test_lexical_floor_fuses_bm25s_order_with_the_rankers(demo_dataset, default_
             h["lexical"]["weight"] == 1.0 and "fused with BM25" in h["summary"] for h in hits
         )
         assert "lexical" not in plain.search(q.text, k=3).explanations[0]
+
+
+CHAIN = [  # question → Gloria → Antonio Vivaldi → Venice: the third page, through the second
+    (
+        "gloria",
+        "Gloria (Vivaldi)",
+        "Gloria is a sacred choral work written by Antonio Vivaldi in 1715.",
+    ),
+    (
+        "vivaldi",
+        "Antonio Vivaldi",
+        "Antonio Vivaldi was an Italian violinist born in Venice in 1678.",
+    ),
+    (
+        "venice",
+        "Venice",
+        "Venice is a city of northeastern Italy built on islands in a lagoon; "
+        "the Grand Canal crosses it.",
+    ),  # fmt: skip
+]
+
+
+@pytest.fixture(scope="module")
+def chain_index(demo_dataset):
+    from hopgraph.corpus import Corpus, Passage
+
+    corpus = Corpus([*demo_dataset.corpus, *(Passage(i, t, x) for i, t, x in CHAIN)])
+    parts, options, detected = default_build(corpus)
+    index = Index.build(corpus, parts, options, progress=False)
+    index.detected = detected
+    return index
+
+
+def test_the_chain_round_names_every_hop(chain_index):
+    """One first-hop anchor: the first round reaches Vivaldi's page (a bridge of Gloria's), the
+    chain round anchored on the ranker's top passages reaches Venice through it, and the
+    explanation names both passages on the way, as the route's data does."""
+    q = "Which canal crosses the city where the composer of Gloria was born?"
+    one = get_retriever(chain_index, "multihop", anchors=1, chain=0).search(q, k=20)
+    two = get_retriever(chain_index, "multihop", anchors=1, chain=2).search(q, k=20)
+    why = dict(zip(two.ids, two.explanations, strict=True))
+    assert why["vivaldi"]["path"] == "2-hop: question → *Gloria (Vivaldi)* → this page"
+    assert why["venice"]["path"] == (
+        "3-hop: question → *Gloria (Vivaldi)* → *Antonio Vivaldi* → this page"
+    )
+    route = why["venice"]["route"]
+    assert route["hops"] == 3 and route["kind"] == "bridge" and route["entity"] == "Venice"
+    assert route["via"] == "Antonio Vivaldi" and route["via_id"] == "vivaldi"
+    assert route["chain"] == [
+        {"title": "Gloria (Vivaldi)", "id": "gloria"},
+        {"title": "Antonio Vivaldi", "id": "vivaldi"},
+    ]
+    # one round: Venice is no hop of anything, so it has no path
+    first = dict(zip(one.ids, one.explanations, strict=True))
+    assert not first.get("venice", {}).get("path")
+    assert two.ids.index("venice") < (one.ids.index("venice") if "venice" in one.ids else 99)
+
+
+def test_the_chain_round_adds_candidates_and_keeps_the_first(chain_index):
+    """``chain=N`` rescored the first round's candidates and the bridge pages of the ranker's
+    top N; ``chain=0`` is the first round alone."""
+    r = get_retriever(chain_index, "multihop", anchors=1)
+    assert r.settings.chain == MultihopParams().chain == 3
+    q = "Which canal crosses the city where the composer of Gloria was born?"
+    qvec = chain_index.part("dense").encode_queries([q])[0]
+    found = score_candidates(chain_index, r.settings, q, qvec, r.ranker.score)
+    first = found.before
+    assert first is not None and first.before is None
+    assert set(first.rows.tolist()) <= set(found.rows.tolist())
+    top = first.rows[np.lexsort((first.rows, -first.scores))[:3]].tolist()
+    assert found.anchors == top
+    assert found.rewrites is first.rewrites
+    alone = score_candidates(chain_index, replace(r.settings, chain=0), q, qvec, r.ranker.score)
+    assert alone.before is None
+    assert np.array_equal(alone.rows, first.rows) and np.array_equal(alone.scores, first.scores)
+    # training collects the first round's features only
+    bare = score_candidates(chain_index, r.settings, q, qvec, None)
+    assert bare.before is None and np.array_equal(bare.feats.X, first.feats.X)

@@ -24,14 +24,14 @@ SIGNALS: dict[str, tuple[str, tuple[str, ...]]] = {
         "names what the question names",
         ("title_in_query", "query_entities", "title_overlap"),
     ),
-    "bridge": ("the page of an entity a first-hop passage mentions", ("bridge", "bridge_cosine")),
-    "backlink": ("mentions the subject of a first-hop passage", ("backlink",)),
+    "bridge": ("the page of an entity a best passage so far mentions", ("bridge", "bridge_cosine")),
+    "backlink": ("mentions the subject of a best passage so far", ("backlink",)),
     "rewrite": (
         "matches the question rewritten through a first-hop passage",
         ("hop_cosine", "hop_gain", "bm25_hop"),
     ),
     "shared": (
-        "shares rare entities with a first-hop passage",
+        "shares rare entities with a best passage so far",
         ("anchor_shared", "gcs_lift"),
     ),
 }
@@ -123,10 +123,15 @@ def _path(
     index: Index, found: Scored, row: int, x: np.ndarray
 ) -> tuple[str, dict[str, Any] | None]:
     """How the passage was reached, as a reader would say it, and the same as data (``route``:
-    ``hops``, ``kind`` = named / direct / bridge / backlink, and for two hops the first-hop
-    passage ``via`` (title) and ``via_id``). A passage that is itself one of the first hop's
-    best (an anchor ranked above the anchor that leads to it) was found by the question
-    directly."""
+    ``hops``, ``kind`` = named / direct / bridge / backlink, and for two hops or more the
+    passage it was reached through, ``via`` (title) and ``via_id``, and ``chain``: every
+    passage on the way, in order, each ``{"title", "id"}``). A passage that is itself one of the
+    first hop's best (an anchor ranked above the anchor that leads to it) was found by the
+    question directly. With a chain round (``found.before``), the first round's path where it
+    has one, else the path through the chain anchor that leads here, one hop longer."""
+    if found.before is not None:
+        path, route = _path(index, found.before, row, x)
+        return (path, route) if path else _chained(index, found, row)
     corpus = index.corpus
     rank = {a: i for i, a in enumerate(found.anchors)}
     via = found.feats.bridge_via.get(row)
@@ -138,20 +143,49 @@ def _path(
             return f"1-hop: the question names *{corpus[row].title}*", named
         direct = {"hops": 1, "kind": "direct"}
         return "1-hop: found by the question itself (words, meaning, its entities)", direct
-    if via is not None:
-        anchor, entity = via  # the anchor names this page's entity
-        label = _entity_label(index, entity)
-        names = "" if label == corpus[row].title else f" (it names *{label}*)"
-        route = {"hops": 2, "kind": "bridge", "via": corpus[anchor].title,
-                 "via_id": corpus[anchor].id, "entity": label}  # fmt: skip
-        return f"2-hop: question → *{corpus[anchor].title}* → this page{names}", route
-    if back is not None:
-        route = {"hops": 2, "kind": "backlink", "via": corpus[back].title,
-                 "via_id": corpus[back].id}  # fmt: skip
-        return f"2-hop: question → *{corpus[back].title}* ← this page mentions it", route
+    if through is not None:
+        return _hop_path(index, [through], row, via)
     if x[COL["title_in_query"]] > 0:
         return f"1-hop: the question names *{corpus[row].title}*", named
     return "", None
+
+
+def _chained(index: Index, found: Scored, row: int) -> tuple[str, dict[str, Any] | None]:
+    """The path to ``row`` through the chain anchor it is a bridge page or back link of: that
+    anchor's own path (from the first round), one hop longer."""
+    via = found.feats.bridge_via.get(row)
+    lead = via[0] if via is not None else found.feats.backlink_via.get(row)
+    if lead is None or lead == row:
+        return "", None
+    assert found.before is not None
+    at = np.flatnonzero(found.rows == lead)  # the chain anchors are candidates
+    _, lead_route = _path(index, found.before, lead, found.feats.X[int(at[0])])
+    way = [index.corpus.position(c["id"]) for c in (lead_route or {}).get("chain", [])]
+    if row in way:  # the chain would come back to this page
+        return "", None
+    return _hop_path(index, [*way, lead], row, via)
+
+
+def _hop_path(
+    index: Index, chain: list[int], row: int, via: tuple[int, int] | None
+) -> tuple[str, dict[str, Any]]:
+    """``N-hop: question → *A* → *B* → this page``: ``chain`` the passages on the way; the last
+    one leads here, naming this page's entity (``via``: (that passage, the entity)) or, without
+    ``via``, mentioned by this page (a back link)."""
+    corpus = index.corpus
+    last = chain[-1]
+    steps = " → ".join(f"*{corpus[r].title}*" for r in chain)
+    route: dict[str, Any] = {
+        "hops": len(chain) + 1, "kind": "bridge" if via is not None else "backlink",
+        "via": corpus[last].title, "via_id": corpus[last].id,
+        "chain": [{"title": corpus[r].title, "id": corpus[r].id} for r in chain],
+    }  # fmt: skip
+    if via is None:
+        return f"{len(chain) + 1}-hop: question → {steps} ← this page mentions it", route
+    label = _entity_label(index, via[1])
+    route["entity"] = label
+    names = "" if label == corpus[row].title else f" (it names *{label}*)"
+    return f"{len(chain) + 1}-hop: question → {steps} → this page{names}", route
 
 
 def _hop(corpus: Any, found: Scored, row: int, x: np.ndarray) -> dict[str, Any] | None:

@@ -83,6 +83,7 @@ class HopSettings:
     rewrite_k: int = 0
     gcs_alpha: float = 0.5
     ngram_entities: bool = True
+    chain: int = 3  # the chain round's anchors (0: one round); used at search, not in training
     drop: tuple[str, ...] = ()  # features zeroed (ablations)
     vectors: bool = True  # False: no dense signal at all (an index without passage vectors)
 

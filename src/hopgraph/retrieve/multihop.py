@@ -84,6 +84,12 @@ class MultihopParams:
     rewrite_anchors: int = option(3, "anchors the query is rewritten through")
     rewrite_entities: int = option(5, "rarest new entities of an anchor added to its rewrite")
     rewrite_k: int = option(0, "candidates taken from each rewritten query (0 = none)")
+    chain: int = option(
+        3,  # chosen on the train sets (docs/benchmarks.md, issue 37)
+        "a second round: the ranker's top N lead the next hop (their bridge pages join the "
+        "candidates, every hop feature is taken again from them, the ranker scores again; 0: one "
+        "round)",
+    )
     ngram_entities: bool = option(True, "also find query entities by n-gram lookup")
     gcs_alpha: float = option(0.5, "cohesive smoothing: weight of a passage's own score")
     model: str = option("", "ranker file (empty = the one shipped with hopgraph)")
@@ -134,7 +140,8 @@ class MultihopParams:
 
 @dataclass
 class Scored:
-    """One query's candidates: rows, their features, the ranker's scores, and what led there."""
+    """One query's candidates: rows, their features, the ranker's scores, and what led there
+    (``before``: the first round, when these are the chain round's)."""
 
     fh: FirstHop
     rows: np.ndarray
@@ -142,6 +149,7 @@ class Scored:
     scores: np.ndarray
     anchors: list[int]
     rewrites: Rewrites
+    before: Scored | None = None
 
 
 def score_candidates(
@@ -154,7 +162,8 @@ def score_candidates(
 ) -> Scored:
     """First hop (``fh`` when already computed), anchors, bridge pages, rewritten queries,
     features, and ``scorer``'s scores of every candidate of ``query`` (zeros without a scorer:
-    training collects features)."""
+    training collects features); then, with a scorer and ``s.chain``, the chain round
+    (:func:`chain_round`)."""
     fh = fh if fh is not None else first_hop(index, s, query, qvec)
     anchors = first_anchors(fh, s.anchors)
     via = bridges(index, s, anchors)
@@ -162,8 +171,27 @@ def score_candidates(
     rows = list(dict.fromkeys([*first_candidates(fh, s), *via, *rw.top(s.rewrite_k)]))
     rows_a = np.asarray(rows, np.int64)
     hf = features(index, s, fh, rows_a, anchors, via, rw)
-    scores = scorer(hf.X) if scorer is not None else np.zeros(len(rows_a))
-    return Scored(fh, rows_a, hf, np.asarray(scores, np.float64), anchors, rw)
+    if scorer is None:
+        return Scored(fh, rows_a, hf, np.zeros(len(rows_a)), anchors, rw)
+    first = Scored(fh, rows_a, hf, np.asarray(scorer(hf.X), np.float64), anchors, rw)
+    return chain_round(index, s, first, scorer) if s.chain > 0 else first
+
+
+def chain_round(
+    index: Index, s: HopSettings, first: Scored, scorer: Callable[[np.ndarray], np.ndarray]
+) -> Scored:
+    """The next hop anchored on the ranker's own top ``s.chain`` candidates (a passage the first
+    round ranks high is often the second hop, whose entities lead to the third): their bridge
+    pages join the candidates, every feature is taken again with them as the anchors (the
+    rewritten queries stay the first round's), and the same ranker scores the candidates again.
+    The ranker is fitted on first-round features only: the chain round asks it the same
+    question ("is this a hop from one of the best passages?") about better anchors."""
+    top = first.rows[np.lexsort((first.rows, -first.scores))[: s.chain]].tolist()
+    via = bridges(index, s, top)
+    rows = np.asarray(list(dict.fromkeys([*first.rows.tolist(), *via])), np.int64)
+    hf = features(index, s, first.fh, rows, top, via, first.rewrites)
+    scores = np.asarray(scorer(hf.X), np.float64)
+    return Scored(first.fh, rows, hf, scores, top, first.rewrites, first)
 
 
 PPR_BLOCK = 16  # queries whose PPR runs as one (nodes × queries) block in a batch

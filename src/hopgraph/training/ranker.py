@@ -136,7 +136,8 @@ def train(
         "trained_on": {
             kind: {c.name: len(c.dataset.questions) for c in cs} for kind, cs in fitted_on.items()
         },
-        "settings": {k: v for k, v in s.__dict__.items() if k not in ("drop", "vectors")},
+        # the settings the features were collected with (the chain round is search-time only)
+        "settings": {k: v for k, v in s.__dict__.items() if k not in ("drop", "vectors", "chain")},
         "lightgbm": {"version": _lgb_version(), **LGB_PARAMS},
         "python": platform.python_version(),
     }
