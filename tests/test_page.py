@@ -4,7 +4,9 @@ demo corpus; plus the page's pure functions and its place among the routes (toke
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -20,7 +22,15 @@ from fastapi.testclient import TestClient
 from hopgraph.corpus import Corpus, Passage
 from hopgraph.index import Index
 from hopgraph.serve import Settings, create_app
-from hopgraph.serve.page import Form, parse_k, render_hit, render_page, route_of
+from hopgraph.serve.page import (
+    Form,
+    legend,
+    parse_k,
+    render_hit,
+    render_page,
+    route_of,
+    route_svg,
+)
 from hopgraph.serve.problems import ApiError
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -38,6 +48,15 @@ RIVER = "Which river flows through the town where the band Tinfoil Harbour was f
 SHIPYARD = "Who founded the shipyard that built SS Orrendale?"
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(2)>')
 TOKEN = "page-test-token-0123456789"
+GLORIA = {"title": "Gloria (Vivaldi)", "id": "gloria"}
+VIVALDI = {"title": "Antonio Vivaldi", "id": "vivaldi"}
+THREE_HOP = {
+    "path": "3-hop: question → *Gloria (Vivaldi)* → *Antonio Vivaldi* → this page (it names "
+    "*Venice*)",
+    "route": {"hops": 3, "kind": "bridge", "via": "Antonio Vivaldi", "via_id": "vivaldi",
+              "entity": "Venice", "chain": [GLORIA, VIVALDI]},
+    "query_entities": ["Gloria"],
+}  # fmt: skip
 
 
 def artifacts_dir() -> Path:
@@ -175,6 +194,9 @@ def test_the_page_shows_the_hits_of_post_search(server, tab):
         if hit["why"]["path"].startswith("2-hop"):  # the first-hop passage is drawn
             via = hit["why"]["path"].split("*")[1]
             assert svg.locator("g.node.passage title").text_content() == via
+        route = hit["why"].get("route") or {}  # every passage on the way, in order
+        chain = [c["title"] for c in route.get("chain", [])]
+        assert svg.locator("g.node.passage > title").all_text_contents() == chain
     # metadata as a key/value list; /search carries it too
     first = api["hits"][0]
     assert first["metadata"]["source"] == "demo corpus" and first["metadata"]["tags"] == [
@@ -212,6 +234,24 @@ def test_typing_a_question_and_submitting(server, tab):
     assert "method bm25" in tab.page.locator("p.stats").inner_text()
     assert tab.page.locator("li.hit figure.route svg g.node.word").count() > 0
     assert "word it matches" in tab.page.locator("p.legend").inner_text()
+    assert tab.outside == [] and tab.dialogs == []
+
+
+def test_a_three_hop_picture_is_drawn_in_order_within_its_card(tab):
+    hit = {"id": "venice", "title": "Venice", "text": "On the lagoon.", "why": THREE_HOP}
+    tab.page.set_content(render_page(Form(query="q"), {"query": "q", "hits": [hit]}))
+    svg = tab.page.locator("figure.route svg")
+    boxes = [svg.locator(f"g.node.{kind} rect").bounding_box() for kind in ("question", "entity")]
+    passages = svg.locator("g.node.passage rect")
+    assert passages.count() == 2 and svg.locator("g.node.passage.later").count() == 1
+    boxes += [passages.nth(0).bounding_box(), passages.nth(1).bounding_box()]
+    boxes.append(svg.locator("g.node.hit rect").bounding_box())
+    xs = [b["x"] for b in boxes if b is not None]
+    assert len(xs) == 5 and xs == sorted(xs)  # question, entity, Gloria, Vivaldi, hit
+    card, drawn = tab.page.locator("li.hit").bounding_box(), svg.bounding_box()
+    assert card is not None and drawn is not None
+    assert drawn["x"] + drawn["width"] <= card["x"] + card["width"]  # scaled to the card
+    assert "passage on the way" in tab.page.locator("p.legend").inner_text()
     assert tab.outside == [] and tab.dialogs == []
 
 
@@ -306,6 +346,70 @@ def test_route_of_each_kind_of_explanation():
     assert (words.kind, words.nodes, words.node_kind) == ("none", ("ship", "yard"), "word")
     assert route_of({"cosine": 0.71234, "dense_rank": 1}).label == "cosine 0.7123"
     assert route_of({"summary": "after the candidates, in RRF order"}).kind == "none"
+
+
+def test_route_of_a_three_hop_explanation():
+    route = route_of(THREE_HOP)
+    assert (route.kind, route.via, route.chain) == ("bridge", "Antonio Vivaldi", (GLORIA["title"],))
+    assert route.nodes == ("Gloria",)
+    # the sentence alone (older servers' JSON has no route)
+    said = route_of({"path": THREE_HOP["path"], "query_entities": ["Gloria"]})
+    assert said == route
+    back = route_of({"path": "3-hop: question → *A* → *B*c* ← this page mentions it"})
+    assert (back.kind, back.chain, back.via) == ("backlink", ("A",), "B*c")
+    four = route_of({"path": "4-hop: question → *A* → *B* → *C* → this page"})
+    assert (four.kind, four.chain, four.via) == ("bridge", ("A", "B"), "C")
+    # 2 hops: the chain holds the one passage, via; nothing comes before it
+    two = {"hops": 2, "kind": "bridge", "via": "A", "chain": [{"title": "A", "id": "a"}]}
+    assert route_of({"route": two}).chain == () and route_of({"route": two}).via == "A"
+
+
+@pytest.mark.parametrize(
+    "chain",
+    [None, "Gloria", 3, [], [1, 2], [{"id": "gloria"}, VIVALDI], [{"title": 3}, VIVALDI],
+     [GLORIA], [VIVALDI, GLORIA], {"title": "Antonio Vivaldi"}],
+)  # fmt: skip
+def test_a_malformed_chain_is_left_out(chain):
+    why = {**THREE_HOP, "route": {**THREE_HOP["route"], "chain": chain}}
+    if chain is None:
+        del why["route"]["chain"]
+    route = route_of(why)
+    assert (route.kind, route.via, route.chain) == ("bridge", "Antonio Vivaldi", ())
+    out = render_hit(1, {"id": "venice", "title": "Venice", "why": why})
+    assert out.count("<svg") == 1 and "Antonio Vivaldi" in out
+
+
+def _width(svg: str) -> int:
+    return int(svg.split('width="', 1)[1].split('"', 1)[0])
+
+
+def test_the_picture_of_a_three_hop_route_draws_every_passage():
+    svg = route_svg(route_of(THREE_HOP), "Venice", 1)
+    passages = re.findall(r'<g class="node (passage[^"]*)"><title>([^<]*)</title>', svg)
+    assert passages == [("passage", "Gloria (Vivaldi)"), ("passage later", "Antonio Vivaldi")]
+    assert svg.index("Gloria (Vivaldi)</title>") < svg.index("Antonio Vivaldi</title>")
+    assert "leads to" in svg and "names" in svg and "mentions" not in svg
+    assert 'aria-label="question → Gloria → Gloria (Vivaldi) → Antonio Vivaldi → Venice"' in svg
+    two = {"path": "2-hop: question → *Antonio Vivaldi* → this page", "query_entities": ["G"]}
+    assert _width(svg) > _width(route_svg(route_of(two), "Venice", 2))
+    four = route_of({"path": "4-hop: question → *A* → *B* → *C* ← this page mentions it"})
+    assert _width(route_svg(four, "D", 3)) > _width(svg)
+    # the legend names the later passages only where a picture has them
+    assert "passage on the way" in legend([route_of(THREE_HOP)])
+    assert "first-hop passage" in legend([route_of(THREE_HOP)])
+    assert "passage on the way" not in legend([route_of(two)])
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_the_titles_of_a_chain_are_escaped(hostile):
+    route = {**THREE_HOP["route"], "chain": [{"title": hostile, "id": "x"}, VIVALDI]}
+    hit = {"id": "venice", "title": "Venice", "why": {**THREE_HOP, "route": route}}
+    out = render_hit(1, hit)
+    assert hostile not in out and "<script" not in out and "<img" not in out
+    assert f"<title>{html.escape(hostile)}</title>" in out
+    said = {"path": f"3-hop: question → *{hostile}* → *Antonio Vivaldi* → this page"}
+    out = render_hit(1, {"id": "venice", "title": "Venice", "why": said})
+    assert hostile not in out and f"<title>{html.escape(hostile)}</title>" in out
 
 
 def test_everything_from_the_index_is_escaped():

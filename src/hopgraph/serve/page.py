@@ -4,9 +4,9 @@ Pure functions: a search answer (the dict ``POST /search`` answers, with passage
 HTML page holding a search box, then per hit its title, text (its line breaks kept, so code
 from a document keeps its lines), metadata, the explanation in words and a small inline SVG
 picture of how it was reached (question → the entities it names → the first-hop passage →
-this page), drawn from the explanation's fields. Every string that comes from the request or
-the index goes through :func:`html.escape`; the answer's Content-Security-Policy forbids
-scripts and every load from another origin.
+any later passage on the way → this page), drawn from the explanation's fields. Every string
+that comes from the request or the index goes through :func:`html.escape`; the answer's
+Content-Security-Policy forbids scripts and every load from another origin.
 """
 
 from __future__ import annotations
@@ -36,9 +36,12 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 
-_PATHS = (  # the sentences of hopgraph.retrieve.explain._path
-    (re.compile(r"^2-hop: question → \*(?P<via>.*)\* → this page"), "bridge"),
-    (re.compile(r"^2-hop: question → \*(?P<via>.*)\* ← this page mentions it"), "backlink"),
+# the sentences of hopgraph.retrieve.explain._path; for N hops (N >= 2) ``via`` holds the N - 1
+# passages on the way, "*A* → *B*" (split by route_of)
+_HOPS = r"^(?P<hops>[2-9]|[1-9]\d+)-hop: question → "
+_PATHS = (
+    (re.compile(_HOPS + r"\*(?P<via>.*)\* → this page"), "bridge"),
+    (re.compile(_HOPS + r"\*(?P<via>.*)\* ← this page mentions it"), "backlink"),
     (re.compile(r"^1-hop: the question names \*(?P<named>.*)\*$"), "named"),
     (re.compile(r"^1-hop: "), "direct"),
 )
@@ -57,16 +60,19 @@ class Form:
 
 @dataclass(frozen=True)
 class Route:
-    """How a hit was reached, from its explanation: ``kind`` is bridge (the first-hop passage
-    ``via`` names this page's entity), backlink (this page mentions ``via``), named (the
-    question names this page), direct (found by the question itself) or none; ``nodes`` are
-    the query entities (or matched words) between the question and the passages."""
+    """How a hit was reached, from its explanation: ``kind`` is bridge (the passage ``via``
+    names this page's entity), backlink (this page mentions ``via``), named (the question
+    names this page), direct (found by the question itself) or none; ``nodes`` are the query
+    entities (or matched words) between the question and the passages; ``chain`` the titles of
+    the passages on the way before ``via``, first hop first (empty for 2 hops, and without
+    ``via``): a 3-hop hit is question → chain[0] → via → this page."""
 
     kind: str
     via: str | None
     nodes: tuple[str, ...]
     node_kind: str  # "entity" or "word"
     label: str  # what carried the last step, when nothing else says
+    chain: tuple[str, ...] = ()
 
 
 def parse_k(text: str) -> int:
@@ -120,7 +126,8 @@ def render_page(
     else:
         parts.append(
             '<p class="hint">Type a question. Each hit says in words how it was reached and '
-            "draws it: question → the entities it names → the first-hop passage → the hit.</p>"
+            "draws it: question → the entities it names → the first-hop passage → the hit "
+            "(with every passage on the way when there are more).</p>"
         )
     parts.append("</main></body></html>")
     return "\n".join(parts)
@@ -199,6 +206,8 @@ def legend(routes: Sequence[Route]) -> str:
         keys.append('<span class="key word">word it matches</span>')
     if any(r.via for r in routes):
         keys.append('<span class="key passage">first-hop passage</span>')
+    if any(r.via and r.chain for r in routes):  # 3 hops or more: later passages too
+        keys.append('<span class="key passage later">passage on the way</span>')
     keys.append('<span class="key hit">hit</span>')
     return f'<p class="legend">pictures: {" → ".join(keys)}</p>'
 
@@ -269,14 +278,20 @@ def route_of(why: dict[str, Any]) -> Route:
     """How a hit was reached, from its explanation's fields (see :class:`Route`)."""
     path = why.get("path") if isinstance(why.get("path"), str) else ""
     kind, via = "none", None
+    chain: tuple[str, ...] = ()
     route = why.get("route")
     if isinstance(route, dict) and isinstance(route.get("kind"), str):  # the default's data
-        kind, via = route["kind"], route.get("via")
+        kind = route["kind"]
+        via = route["via"] if isinstance(route.get("via"), str) else None
+        chain = _chain_of(route.get("chain"), via)
     else:  # an explanation without it (older servers' JSON): its sentence
         for pattern, name in _PATHS:
             m = pattern.match(path)
             if m:
                 kind, via = name, m.groupdict().get("via")
+                if via is not None:  # "A* → *B" for 3 hops; a 2-hop title is kept whole
+                    *before, via = via.split("* → *", int(m["hops"]) - 2)
+                    chain = tuple(before)
                 break
     if isinstance(why.get("query_entities"), list):
         nodes, node_kind = [str(e) for e in why["query_entities"]], "entity"
@@ -289,17 +304,31 @@ def route_of(why: dict[str, Any]) -> Route:
     label = ""
     if kind == "none" and not nodes:
         label = _main_signal(why)
-    return Route(kind, via, tuple(nodes), node_kind, label)
+    return Route(kind, via, tuple(nodes), node_kind, label, chain)
+
+
+def _chain_of(chain: Any, via: str | None) -> tuple[str, ...]:
+    """The titles before ``via`` in a route's ``chain`` (``[{"title", "id"}, ...]``, ending
+    with ``via``); none where it is missing (older servers) or not of that shape."""
+    if via is None or not isinstance(chain, list):
+        return ()
+    titles = [c.get("title") if isinstance(c, dict) else None for c in chain]
+    if not titles or titles[-1] != via or not all(isinstance(t, str) for t in titles):
+        return ()
+    return tuple(titles[:-1])
 
 
 # -- the picture -------------------------------------------------------------------------------
 BOX_W, BOX_H, ROW_H, PAD, GAP = 140, 26, 34, 8, 60
-COLS = tuple(PAD + i * (BOX_W + GAP) for i in range(4))  # question, entities, first hop, hit
-WIDTH = COLS[-1] + BOX_W + PAD
 
 
 def route_svg(route: Route, title: str, uid: int) -> str:
-    """An inline SVG: question → entities (or words) → first-hop passage → this hit."""
+    """An inline SVG, one column each: question → entities (or words) → the passages on the
+    way (``chain``, then ``via``; "leads to" between them) → this hit. 1 and 2 hops take four
+    columns; each passage before ``via`` adds one, and the picture grows wider."""
+    passages = [*route.chain, route.via] if route.via else []
+    cols = [PAD + i * (BOX_W + GAP) for i in range(3 + max(1, len(passages)))]
+    width = cols[-1] + BOX_W + PAD
     shown = list(route.nodes[:MAX_NODES])
     more = len(route.nodes) - len(shown)
     rows = max(1, len(shown) + (1 if more > 0 else 0))
@@ -321,37 +350,39 @@ def route_svg(route: Route, title: str, uid: int) -> str:
                 f'text-anchor="middle">{esc(label)}</text>'
             )
 
-    el.append(_node(COLS[0], mid, "question", "question"))
-    hit_col = COLS[3]
-    via_col = COLS[2] if route.via else None
+    el.append(_node(cols[0], mid, "question", "question"))
+    hit_col = cols[-1]
     # the question's entities (or words); without them the question reaches the next box
-    first_x = via_col if via_col is not None else hit_col
+    first_x = cols[2] if passages else hit_col
     ys = [PAD + ROW_H * i + ROW_H / 2 for i in range(rows)]
     for y, name in zip(ys, shown, strict=False):
         shown_name = f"“{name}”" if route.node_kind == "word" else name
-        el.append(_node(COLS[1], y, shown_name, route.node_kind))
-        edge(COLS[0] + BOX_W, mid, COLS[1], y)
-        edge(COLS[1] + BOX_W, y, first_x, mid)
+        el.append(_node(cols[1], y, shown_name, route.node_kind))
+        edge(cols[0] + BOX_W, mid, cols[1], y)
+        edge(cols[1] + BOX_W, y, first_x, mid)
     if more > 0:
         el.append(
-            f'<text x="{COLS[1] + BOX_W / 2:.0f}" y="{ys[-1] + 4:.0f}" class="elabel" '
+            f'<text x="{cols[1] + BOX_W / 2:.0f}" y="{ys[-1] + 4:.0f}" class="elabel" '
             f'text-anchor="middle">+{more} more</text>'
         )
     if not shown:
         words = {"direct": "words, meaning", "named": "names it"}.get(route.kind, route.label)
         words = "first hop" if route.via else words
-        edge(COLS[0] + BOX_W, mid, first_x, mid, words)
-    if via_col is not None and route.via is not None:
-        el.append(_node(via_col, mid, route.via, "passage"))
-        if route.kind == "backlink":  # this page mentions the first-hop passage's subject
-            edge(hit_col, mid, via_col + BOX_W, mid, "mentions")
+        edge(cols[0] + BOX_W, mid, first_x, mid, words)
+    for i, name in enumerate(passages):  # the first hop's passage, then any later ones
+        x = cols[2 + i]
+        el.append(_node(x, mid, name, "passage" if i == 0 else "passage later"))
+        if i + 1 < len(passages):
+            edge(x + BOX_W, mid, cols[3 + i], mid, "leads to")
+        elif route.kind == "backlink":  # this page mentions the last passage's subject
+            edge(hit_col, mid, x + BOX_W, mid, "mentions")
         else:
-            edge(via_col + BOX_W, mid, hit_col, mid, "names")
+            edge(x + BOX_W, mid, hit_col, mid, "names")
     el.append(_node(hit_col, mid, title, "hit"))
     desc = _describe(route, title)
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height:.0f}" '
-        f'width="{WIDTH}" height="{height:.0f}" role="img" aria-label="{esc(desc)}">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height:.0f}" '
+        f'width="{width}" height="{height:.0f}" role="img" aria-label="{esc(desc)}">'
         f"<title>{esc(desc)}</title>"
         f'<defs><marker id="{marker}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" '
@@ -376,7 +407,7 @@ def _describe(route: Route, title: str) -> str:
     if route.nodes:
         steps.append(", ".join(route.nodes[:MAX_NODES]))
     if route.via:
-        steps.append(route.via)
+        steps.extend([*route.chain, route.via])
     steps.append(title)
     return " → ".join(steps)
 
@@ -459,6 +490,7 @@ figure.route svg{max-width:100%;height:auto;font:11px system-ui,Arial,sans-serif
 .node.question rect{fill:#1d2430;stroke:#1d2430}.node.question text{fill:#fff}
 .node.entity rect{fill:#fff4d6;stroke:#d9a520}.node.word rect{fill:#f0f0f0;stroke:#999}
 .node.passage rect{fill:#e3ecfb;stroke:#2457c5}
+.node.passage.later rect{fill:#efe8fb;stroke:#6b46c1}
 .node.hit rect{fill:#e1f4e6;stroke:#1f8a4c;stroke-width:2}.node.hit text{font-weight:600}
 .node text{fill:var(--ink)}
 .edge{stroke:#8a94a3;stroke-width:1.3}.arrowhead{fill:#8a94a3}
@@ -470,5 +502,6 @@ figure.route svg{max-width:100%;height:auto;font:11px system-ui,Arial,sans-serif
 .key.entity{background:#fff4d6;border-color:#d9a520;border-radius:9px;color:var(--ink)}
 .key.word{background:#f0f0f0;border-color:#999;border-radius:9px;color:var(--ink)}
 .key.passage{background:#e3ecfb;border-color:#2457c5;color:var(--ink)}
+.key.passage.later{background:#efe8fb;border-color:#6b46c1}
 .key.hit{background:#e1f4e6;border-color:#1f8a4c;color:var(--ink);font-weight:600}
 """
