@@ -19,7 +19,9 @@ Each set is then evaluated on its own small pool and on the grown one, in one ru
 cached). The default method runs with rankers refitted as ``benchmarks/default_pipeline.py``
 does (the shipped ranker saw these dev questions): **set held out** (without the evaluated
 dev set; HotpotQA and MuSiQue keep their train sets, as the README's figures) and **family
-held out** (without the family's dev and train sets). Reported per set, pool and method:
+held out** (without the family's dev and train sets); and with ``chain=0`` (its first round
+alone, as before issue 37's chain round), set held out, so the chain round's gain and cost
+are measured in the same run. Reported per set, pool and method:
 R@1/2/5/10, p50 ms, and R@5 by the number of gold passages (MuSiQue's 2-, 3- and 4-hop
 questions).
 """
@@ -60,9 +62,12 @@ def grown_pool(name: str, data_dir: Path, work: Path, seed: int = 0) -> tuple[Pa
     return folder, info
 
 
-def evaluate(dataset: str, data_dir: Path, methods: list[str], model: str | None) -> list[dict]:
+def evaluate(
+    dataset: str, data_dir: Path, methods: list[str], model: str | None, *sets: str
+) -> list[dict]:
     """``hopgraph eval`` of ``dataset`` (a name under ``data_dir`` or a folder) in its own
-    process; the per-method results with their per-question rows."""
+    process, with ``model`` as the default's ranker and ``sets`` (``method.param=value``) more
+    parameters; the per-method results with their per-question rows."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "eval.json"
         cmd = [
@@ -71,15 +76,20 @@ def evaluate(dataset: str, data_dir: Path, methods: list[str], model: str | None
         ]  # fmt: skip
         if model is not None:
             cmd += ["--set", f"multihop.model={model}"]
+        for s in sets:
+            cmd += ["--set", s]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         data = json.loads(out.read_text())
     return data if isinstance(data, list) else [data]
 
 
 def _label(method: str) -> str:
-    """``multihop[model=.../musique-set.json]`` → ``default (set held out)``."""
-    if method.startswith("multihop[model="):
-        return "default (family held out)" if "-family.json" in method else "default (set held out)"
+    """``multihop[model=.../musique-set.json]`` → ``default (set held out)``; with ``chain=0``
+    (the first round alone, the default before issue 37's chain round) ``default, one round
+    (set held out)``."""
+    if method.startswith("multihop[") and "model=" in method:
+        held = "family held out" if "-family.json" in method else "set held out"
+        return f"default, one round ({held})" if "chain=0" in method else f"default ({held})"
     return method
 
 
@@ -123,6 +133,9 @@ def main() -> None:
         for label, dataset in (("small", name), ("grown", str(folder))):
             results = evaluate(dataset, data_dir, ["default", *methods], rankers[name]["set"])
             results += evaluate(dataset, data_dir, ["default"], rankers[name]["family"])
+            results += evaluate(
+                dataset, data_dir, ["default"], rankers[name]["set"], "multihop.chain=0"
+            )
             entry[label] = {_label(r["method"]): summarize(r) for r in results}
             print(f"{name} {label}: " + json.dumps(entry[label]), file=sys.stderr)
         report["sets"][name] = entry
