@@ -438,6 +438,8 @@ def test_the_chain_round_names_every_hop(chain_index):
         {"title": "Gloria (Vivaldi)", "id": "gloria"},
         {"title": "Antonio Vivaldi", "id": "vivaldi"},
     ]
+    assert two.info["anchors"] == 1 and two.info["chain_anchors"] == 2
+    assert one.info["chain_anchors"] == 0
     # one round: Venice is no hop of anything, so it has no path
     first = dict(zip(one.ids, one.explanations, strict=True))
     assert not first.get("venice", {}).get("path")

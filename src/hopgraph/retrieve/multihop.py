@@ -290,7 +290,9 @@ class MultihopRetriever(Retriever):
                     note_rerank(hit, place, was[row])
             return hits
 
-        info = {"candidates": int(len(last.rows)), "anchors": len(last.anchors),
+        first = last.before or last  # the first round (the chain round's anchors are its top)
+        info = {"candidates": int(len(last.rows)), "anchors": len(first.anchors),
+                "chain_anchors": len(last.anchors) if last.before is not None else 0,
                 "lexical_weight": round(self.lexical, 4)}  # fmt: skip
         return self._ranking(query, rows, scores, explain, info)
 
