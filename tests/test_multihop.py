@@ -202,7 +202,7 @@ def test_ranker_with_other_features_is_refused(tmp_path, default_index):
     [
         ("depth", 0), ("anchors", -1), ("alpha", 1.5), ("gcs_alpha", -0.1), ("rewrite_k", -1),
         ("ppr_eps", -1e-7), ("ppr", "fast"), ("ppr_local_min_passages", 0),
-        ("lexical_weight", -0.5), ("lexical_gap", 0),
+        ("lexical_weight", -0.5), ("lexical_gap", 0), ("chain", -1),
     ],
 )  # fmt: skip
 def test_bad_params_are_refused(default_index, param, value):

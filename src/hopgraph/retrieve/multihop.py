@@ -126,7 +126,7 @@ class MultihopParams:
         positive("lexical_gap", self.lexical_gap)
         if self.ppr_eps < 0:
             raise ConfigError(f"option 'ppr_eps' must be >= 0, got {self.ppr_eps}")
-        for name in ("rewrite_entities", "rewrite_k", "rerank", "rerank_mix"):
+        for name in ("rewrite_entities", "rewrite_k", "chain", "rerank", "rerank_mix"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"option {name!r} must be >= 0, got {getattr(self, name)}")
         in_unit_interval("alpha", self.alpha)
