@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.hopgraph-installed
 DATA ?= $(abspath ../shared/data)
 
-.PHONY: install demo test lint bench clean package chromium reranker
+.PHONY: install demo test lint bench clean package chromium reranker student
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +47,9 @@ package: $(STAMP)
 	$(PKG_VENV)/bin/pip install --quiet torch==2.13.0
 	$(PKG_VENV)/bin/pip install --quiet "$$(ls dist/hopgraph-*.whl)[dense,ner,serve]"
 	cd $(PKG_VENV) && ./bin/hopgraph demo --workdir $(PKG_VENV)/demo
-	@echo "package: the wheel installs in a fresh venv and runs hopgraph demo"
+	cd $(PKG_VENV) && ./bin/python -c "from hopgraph.models.student import BUNDLED_STUDENT, \
+	    student_meta; student_meta(BUNDLED_STUDENT)"
+	@echo "package: the wheel installs in a fresh venv, runs hopgraph demo, carries the student"
 
 # Rebuild the packaged reranker (src/hopgraph/models/reranker): train a 4-layer MiniLM
 # cross-encoder on the training splits plus synthetic questions from their corpora, then
@@ -60,6 +62,12 @@ reranker: $(STAMP)
 	    --candidates 30 --seed 0 -o $(RERANKER_WORK)/model --overwrite
 	$(VENV)/bin/hopgraph export-reranker $(RERANKER_WORK)/model \
 	    -o src/hopgraph/models/reranker --overwrite
+
+# Rebuild the bundled passage student (src/hopgraph/models/passage-student): layers 0, 3 and 5
+# of MiniLM distilled on training passages (docs/methods.md, "The passage student"). About 20
+# minutes on 2 cores; bit for bit the same on one machine.
+student: $(STAMP)
+	PYTHONPATH=src $(PY) benchmarks/student_encoder.py train --data-dir $(DATA)
 
 bench: $(STAMP)
 	$(PY) benchmarks/base.py --data-dir $(DATA)

@@ -62,10 +62,11 @@ def test_auto_without_cuda_chooses_as_the_cpu_does(monkeypatch, bf16):
         for n in (1, 99, 100, 10**6):
             assert auto.passage_encoder_for(n) == cpu.passage_encoder_for(n), (extra, n)
             assert auto.batch_size_for(auto.passage_encoder_for(n)) == cpu.batch_size
-    # and the bf16 choice really is made here (not "same" whatever the options)
-    assert opts(fast_encode_min_passages=100, device="auto").passage_encoder_for(100) == (
-        "torch-bf16" if bf16 else "same"
-    )
+    # and the CPU's choice really is made here (not "same" whatever the options): the student,
+    # or without one for the query encoder, bf16 where the CPU has it
+    assert opts(fast_encode_min_passages=100, device="auto").passage_encoder_for(100) == "student"
+    alone = opts(fast_encode_min_passages=100, device="auto", student="no-such-student")
+    assert alone.passage_encoder_for(100) == ("torch-bf16" if bf16 else "same")
 
 
 def test_cuda_choice_when_torch_sees_a_device(monkeypatch):
@@ -85,7 +86,7 @@ def test_cuda_choice_when_torch_sees_a_device(monkeypatch):
         assert opts(device="auto", passage_encoder="same").passage_encoder_for(10**6) == "same"
         forced = opts(device="auto", passage_encoder="torch-bf16")
         assert forced.passage_encoder_for(1) == "torch-bf16"
-        assert opts().passage_encoder_for(10**6) in ("same", "torch-bf16")  # cpu: never cuda
+        assert opts().passage_encoder_for(10**6) == "student"  # cpu: never cuda
         check_cuda("anything")  # no error while torch "sees" one
     # the patch is gone after the block: nothing leaks into later tests
     assert torch.cuda.is_available is REAL_IS_AVAILABLE

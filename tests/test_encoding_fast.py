@@ -162,12 +162,14 @@ needs_bf16 = pytest.mark.skipif(
 def test_passage_encoder_choice_follows_size_cpu_and_options(monkeypatch):
     import hopgraph.index.dense_options as dense_mod
 
-    o = make_options(DenseOptions, {"fast_encode_min_passages": 100})
+    # without a passage student for the query encoder (tests/test_student.py: with one)
+    o = make_options(DenseOptions, {"fast_encode_min_passages": 100, "student": "none"})
     monkeypatch.setattr(dense_mod, "cpu_has_bf16", lambda: True)
     assert o.passage_encoder_for(99) == "same"  # small builds keep the query encoder
     assert o.passage_encoder_for(100) == "torch-bf16"
     for explicit in ({"precision": "int8"}, {"backend": "torch"}):  # the user chose an encoder
-        opts = make_options(DenseOptions, {"fast_encode_min_passages": 100, **explicit})
+        opts = make_options(DenseOptions, {"fast_encode_min_passages": 100, "student": "none",
+                                           **explicit})  # fmt: skip
         assert opts.passage_encoder_for(10**6) == "same"
     forced = make_options(DenseOptions, {"passage_encoder": "torch-bf16"})
     assert forced.passage_encoder_for(1) == "torch-bf16"
@@ -202,7 +204,7 @@ def test_streamed_build_encodes_passages_with_torch_bf16_and_records_it(tmp_path
     from hopgraph.retrieve import get_retriever
 
     path = demo_dataset_path()
-    settings = {"dense": {"fast_encode_min_passages": 1}}
+    settings = {"dense": {"passage_encoder": "torch-bf16"}}
     ix = build_index(path, tmp_path / "ix", ["dense"], settings, batch_size=7, progress=False)
     dense = ix.part("dense")
     assert (

@@ -12,9 +12,11 @@ float32; cosines are always computed in float32. ``hnsw=true`` builds the older 
 The encoder is chosen by ``model``, ``backend`` and ``precision`` (default: the bundled MiniLM,
 ONNX Runtime, fp32); faster approximate encoders are ``precision=int8`` (onnx) and
 ``backend=static`` (model2vec). These options are saved in the manifest, so queries are encoded
-by the same encoder as the passages. From ``fast_encode_min_passages`` passages on, where the CPU
-has bf16, the passages themselves are encoded by PyTorch with bf16 weights (``passage_encoder``):
-~1.7x the ONNX fp32 rate, cosine ~0.9999 to it, so the ONNX query vectors match them.
+by the same encoder as the passages. From ``fast_encode_min_passages`` passages on, the passages
+themselves are encoded by the passage student of the query encoder (``passage_encoder=student``,
+:mod:`hopgraph.models.student`: 3 of MiniLM's 6 layers trained to give its passage vectors, ~1.9x
+PyTorch bf16), or where there is no student for the query encoder and the CPU has bf16, by
+PyTorch with bf16 weights (``torch-bf16``: ~1.7x the ONNX fp32 rate, cosine ~0.9999 to it).
 ``device=cuda`` (or ``auto`` where torch sees a CUDA device) encodes the passages instead by
 PyTorch in fp32 on the GPU (``torch-cuda``: the CPU's fp32 vectors up to float rounding); queries
 stay on the CPU encoder.
@@ -43,7 +45,7 @@ from hopgraph.index.dense_options import (  # noqa: F401 - the part's options, r
 )
 from hopgraph.index.part import Change, IndexPart, ReplayStep
 from hopgraph.index.stacked_rows import StackedRows
-from hopgraph.models.embedder import Embedder, cuda_available, load_embedder
+from hopgraph.models.embedder import Embedder, cpu_has_bf16, cuda_available, load_embedder
 
 
 def _segment_encoder(folder: Path) -> str:
@@ -336,8 +338,8 @@ class DensePart(IndexPart):
             return np.zeros((0, self.rows.shape[1]), np.float32)
         o = self.options
         encoder = self.passage_encoder or "same"
-        if encoder == "torch-bf16":  # (passage_encoder=auto on a CPU without bf16: the query's)
-            encoder = o.cpu_passage_encoder_for(o.fast_encode_min_passages)
+        if encoder == "torch-bf16" and not cpu_has_bf16():  # the nearest: the query encoder's
+            encoder = "same"
         elif encoder == "torch-cuda" and not cuda_available():
             # built on a GPU, updated where there is none: the same fp32 vectors on the CPU
             encoder = (

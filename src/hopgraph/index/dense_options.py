@@ -1,8 +1,10 @@
 """The ``dense`` part's options (:class:`DenseOptions`) and the choice of what encodes the
-passages of a build: the query encoder (``same``), PyTorch with bf16 weights on a CPU that has
-bf16 (``torch-bf16``, from ``fast_encode_min_passages`` passages on), or PyTorch fp32 on a CUDA
-GPU (``torch-cuda``, ``device=cuda`` or ``auto`` where torch sees one). Queries are always
-encoded by the configured encoder (``model``, ``backend``, ``precision``) on the CPU."""
+passages of a build: the query encoder (``same``); from ``fast_encode_min_passages`` passages
+on, the distilled 3-layer passage student of the query encoder (``student``,
+:mod:`hopgraph.models.student`), or where there is none for it PyTorch with bf16 weights on a
+CPU that has bf16 (``torch-bf16``); or PyTorch fp32 on a CUDA GPU (``torch-cuda``,
+``device=cuda`` or ``auto`` where torch sees one). Queries are always encoded by the
+configured encoder (``model``, ``backend``, ``precision``) on the CPU."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ ENCODERS = {
     "same": "the query encoder",
     "torch-bf16": "PyTorch bf16 on the CPU",
     "torch-cuda": "PyTorch fp32 on a CUDA GPU",
+    "student": "the distilled 3-layer passage student (PyTorch, bf16 where the CPU has it)",
 }
 # passages per batch on a GPU at least (dense.batch_size suits a CPU); 128 x 256 tokens of a
 # MiniLM-sized model is well within any CUDA card's memory
@@ -63,10 +66,19 @@ class DenseOptions:
         "auto",
         "what encodes the passages at index time (queries always use backend/precision): "
         "same = the query encoder; torch-bf16 = PyTorch with bf16 weights (~1.7x faster than "
-        "ONNX fp32 on a CPU with avx512_bf16/AMX, cosine ~0.9999 to fp32); auto = torch-bf16 "
-        "from fast_encode_min_passages passages on when backend=onnx runs fp32, the CPU has "
-        "bf16 and PyTorch is installed, else same",
-        choices=("auto", "same", "torch-bf16"),
+        "ONNX fp32 on a CPU with avx512_bf16/AMX, cosine ~0.9999 to fp32); student = the "
+        "distilled 3-layer passage student of the query encoder (dense.student; ~1.9x faster "
+        "than torch-bf16, bf16 where the CPU has it); auto = student from "
+        "fast_encode_min_passages passages on when backend=onnx runs fp32, the student was "
+        "distilled from dense.model and PyTorch is installed (else torch-bf16 where the CPU "
+        "has bf16), else same",
+        choices=("auto", "same", "torch-bf16", "student"),
+    )
+    student: str = option(
+        "bundled",
+        "the passage student folder for passage_encoder=student (bundled = the 3-layer student "
+        "of the bundled MiniLM shipped with hopgraph, ~1.9x faster than torch-bf16; "
+        "benchmarks/student_encoder.py distils one)",
     )
     device: str = option(
         "cpu",
@@ -77,7 +89,7 @@ class DenseOptions:
         choices=("cpu", "cuda", "auto"),
     )
     fast_encode_min_passages: int = option(
-        20_000, "passage_encoder=auto encodes with torch-bf16 from this many passages on"
+        20_000, "passage_encoder=auto encodes with the student from this many passages on"
     )
     batch_size: int = option(16, "passages per encoder batch")
     max_seq_length: int = option(256, "encoder truncation length in tokens")
@@ -109,9 +121,9 @@ class DenseOptions:
         ):  # fmt: skip
             positive(name, getattr(self, name))
         check_precision(self.backend, self.precision)
-        if self.passage_encoder == "torch-bf16" and self.backend == "static":
+        if self.passage_encoder in ("torch-bf16", "student") and self.backend == "static":
             raise ConfigError(
-                "passage_encoder=torch-bf16 needs a transformer query encoder "
+                f"passage_encoder={self.passage_encoder} needs a transformer query encoder "
                 "(backend=onnx or torch), not backend=static"
             )
         if self.device == "cuda" and self.backend == "static":
@@ -148,11 +160,24 @@ class DenseOptions:
             n >= self.fast_encode_min_passages
             and self.backend == "onnx"
             and self.precision in ("auto", "fp32")
-            and cpu_has_bf16()
             and importlib.util.find_spec("torch") is not None
             and importlib.util.find_spec("sentence_transformers") is not None
         )
-        return "torch-bf16" if fast else "same"
+        if not fast:
+            return "same"
+        if self.student_fits():
+            return "student"
+        return "torch-bf16" if cpu_has_bf16() else "same"
+
+    def student_fits(self) -> bool:
+        """Whether the passage student (``student``) was distilled from ``model``."""
+        from hopgraph.models.student import check_teacher
+
+        try:
+            check_teacher(self.student_folder(), self.model)
+        except ConfigError:
+            return False
+        return True
 
     def passage_embedder(self, n: int) -> Embedder:
         """The (shared) embedder that encodes the passages of a build of ``n`` passages."""
@@ -164,6 +189,14 @@ class DenseOptions:
         if encoder == "torch-bf16":
             return load_embedder(
                 self.model, precision="bf16", max_seq_length=self.max_seq_length, backend="torch"
+            )
+        if encoder == "student":
+            return load_embedder(
+                self.model,
+                precision="auto",
+                max_seq_length=self.max_seq_length,
+                backend="torch",
+                student=self.student_folder(),
             )
         if encoder == "torch-cuda":
             check_cuda("the passage encoder torch-cuda (dense.device)")
@@ -180,6 +213,12 @@ class DenseOptions:
             max_seq_length=self.max_seq_length,
             backend=self.backend,
         )
+
+    def student_folder(self) -> str:
+        """The passage student's folder: ``student``, the bundled one for ``bundled``."""
+        from hopgraph.models.student import BUNDLED_STUDENT
+
+        return str(BUNDLED_STUDENT) if self.student == "bundled" else self.student
 
     def batch_size_for(self, encoder: str) -> int:
         """Passages per encoder batch: ``batch_size``, at least CUDA_BATCH_SIZE on a GPU."""
@@ -206,6 +245,12 @@ def passage_encoder_note(options: DenseOptions, n: int) -> str | None:
         return (
             "dense: passages encoded by PyTorch with bf16 weights (the CPU has bf16; cosine "
             "~0.9999 to fp32), queries by the configured encoder [dense.passage_encoder=auto]"
+        )
+    if encoder == "student":
+        return (
+            "dense: passages encoded by the distilled 3-layer passage student of the query "
+            "encoder (~1.9x faster), queries by the configured encoder [dense.passage_encoder="
+            f"{options.passage_encoder}]"
         )
     if encoder == "torch-cuda":
         import torch

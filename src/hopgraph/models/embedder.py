@@ -113,8 +113,11 @@ class Embedder:
         max_seq_length: int | None = 256,
         device: str = "cpu",
         backend: str = DEFAULT_BACKEND,
+        student: str | None = None,
     ):
         check_precision(backend, precision)
+        if student is not None and backend != "torch":
+            raise ConfigError(f"a passage student runs on backend=torch, not {backend!r}")
         if backend != "torch" and device != "cpu":
             raise ConfigError(
                 f"backend {backend!r} runs on the CPU; use backend=torch for another device"
@@ -170,6 +173,12 @@ class Embedder:
             ) from exc
         if max_seq_length:
             self._model.max_seq_length = max_seq_length
+        self.student = student
+        if student is not None:
+            from hopgraph.models.student import apply_student, check_teacher
+
+            check_teacher(student, model)
+            apply_student(self._model[0].auto_model, student)
         self.bf16 = precision == "bf16" or (
             precision == "auto" and device == "cpu" and cpu_has_bf16()
         )
@@ -308,7 +317,7 @@ def check_precision(backend: str, precision: str) -> None:
         )
 
 
-_CACHE: dict[tuple[str, str, int | None, str, str], Embedder] = {}
+_CACHE: dict[tuple[str, str, int | None, str, str, str | None], Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -319,10 +328,12 @@ def load_embedder(
     max_seq_length: int | None = 256,
     backend: str = DEFAULT_BACKEND,
     device: str = "cpu",
+    student: str | None = None,
 ) -> Embedder:
     """A process-wide shared :class:`Embedder` (models are loaded once per process and
-    device)."""
-    key = (resolve_model(model), precision, max_seq_length, backend, device)
+    device). ``student``: a passage student folder (:mod:`hopgraph.models.student`) applied to
+    ``model``, its teacher (torch backend only)."""
+    key = (resolve_model(model), precision, max_seq_length, backend, device, student)
     with _CACHE_LOCK:
         emb = _CACHE.get(key)
         if emb is None:
@@ -332,5 +343,6 @@ def load_embedder(
                 max_seq_length=max_seq_length,
                 backend=backend,
                 device=device,
+                student=student,
             )
         return emb

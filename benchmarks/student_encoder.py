@@ -1,0 +1,241 @@
+"""Distil the bundled passage student: three of MiniLM's six layers, trained to give its vectors.
+
+    PYTHONPATH=src python benchmarks/student_encoder.py train --data-dir ../shared/data \
+        [--out src/hopgraph/models/passage-student] [--epochs 5] [--layers 0,3,5]
+
+Training texts come from ``../shared/data`` training material only, none from an evaluated
+corpus: the passages of ``hotpotqa_train`` and ``musique_train`` (title + text, as an index
+encodes them), the tables of ``spider`` and ``bird`` serialised as an index of them encodes
+them, and as many longer texts made of two of those passages joined (same corpus, seeded pairs),
+so that the student also sees passages near the 256-token limit, and one crop of each
+passage of two sentences or more (a random run of its sentences under its title). Every 20th
+text is held out for the training card's validation cosine. The run is seeded: on one machine
+the same command gives the same ``layers.safetensors`` bit for bit (``sha256`` printed and kept
+in the card).
+
+``evaluate`` measures the student against the teacher as a large build runs it (PyTorch, bf16
+weights where the CPU has them: ``dense.passage_encoder=torch-bf16``):
+
+    PYTHONPATH=src python benchmarks/student_encoder.py evaluate --data-dir ../shared/data \
+        [--passages 800] [--repeats 3] [--out benchmarks/results/student_encoder.json]
+
+Speed: ``--passages`` passages of the 1M scale corpus' kind (every 997th line of
+``--speed-corpus`` past the first 30,000; default: the first passages of 2wikimultihopqa), one
+whole ``encode`` call per encoder, teacher and student interleaved in each of ``--repeats``
+rounds after a warm-up; the median passages/s and their ratio. Cosine of the student's vector
+to the teacher's, per passage, on every evaluated corpus. Recall: each evaluated set's cached
+default index (``default_ranker.py``'s), its dense part rebuilt by each encoder through
+``Index.add_parts`` (the real build path), then ``dense`` and the default (no method, the
+shipped ranker) evaluated: R@2/5/10 and nDCG@10, with the paired bootstrap of the default's
+ΔR@5. None of these corpora was seen by the student.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hopgraph.corpus import load_dataset
+from hopgraph.corpus.convert import tables_dataset
+from hopgraph.models.student import BUNDLED_STUDENT, WEIGHTS, save_student
+from hopgraph.training.student import StudentConfig, distil_student, student_card
+
+TRAIN_SETS = ("hotpotqa_train", "musique_train")
+TABLE_SETS = ("spider", "bird")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _crop(title: str, text: str, rng: random.Random) -> str | None:
+    """A shorter passage: a random run of the text's sentences (fewer than all), its title kept;
+    None for a text of one sentence."""
+    sentences = SENTENCE_END.split(text.strip())
+    if len(sentences) < 2:
+        return None
+    n = rng.randrange(1, len(sentences))
+    a = rng.randrange(0, len(sentences) - n + 1)
+    body = " ".join(sentences[a : a + n])
+    return f"{title}\n{body}" if title else body
+
+
+def training_texts(data_dir: Path, seed: int) -> tuple[list[str], list[dict[str, object]]]:
+    rng = random.Random(seed)
+    texts: list[str] = []
+    sources: list[dict[str, object]] = []
+    for name in TRAIN_SETS + TABLE_SETS:
+        path = data_dir / name
+        ds = load_dataset(path) if name in TRAIN_SETS else tables_dataset(path)
+        own = [p.content for p in ds.corpus]
+        order = list(range(len(own)))
+        rng.shuffle(order)
+        joined = [f"{own[a]}\n{own[b]}" for a, b in zip(order, order[1:] + order[:1], strict=True)]
+        crops = [c for p in ds.corpus if (c := _crop(p.title, p.text, rng))]
+        texts += own + joined + crops
+        sources.append({"set": name, "passages": len(own), "joined_pairs": len(joined),
+                        "crops": len(crops)})  # fmt: skip
+    return texts, sources
+
+
+def train(args: argparse.Namespace) -> None:
+    import torch
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    texts, sources = training_texts(Path(args.data_dir), args.seed)
+    val = texts[::20]
+    fit = [t for i, t in enumerate(texts) if i % 20]
+    config = StudentConfig(
+        layers=tuple(int(x) for x in args.layers.split(",")),
+        epochs=args.epochs,
+        lr=args.lr,
+        batch_size=args.batch_size,
+        seed=args.seed,
+    )
+    print(f"{len(fit)} training texts, {len(val)} held out", file=sys.stderr)
+    result = distil_student(fit, val, config)
+    card = student_card(result, config, sources)
+    out = save_student(args.out, result.model, card)
+    digest = hashlib.sha256((out / WEIGHTS).read_bytes()).hexdigest()
+    card["sha256"] = digest
+    (out / "meta.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
+    print(json.dumps({"out": str(out), "sha256": digest, **result.validation}, indent=1))
+
+
+EVAL_SETS = ("2wikimultihopqa", "hotpotqa", "musique", "scifact")
+ENCODERS = ("torch-bf16", "student")
+METRICS = ("recall@2", "recall@5", "recall@10", "ndcg@10")
+
+
+def speed_texts(args: argparse.Namespace) -> list[str]:
+    if not args.speed_corpus:
+        ds = load_dataset(Path(args.data_dir) / "2wikimultihopqa")
+        return [p.content for p in ds.corpus][: args.passages]
+    texts: list[str] = []
+    with open(args.speed_corpus) as f:
+        for i, line in enumerate(f):
+            if i >= 30_000 and i % 997 == 0:
+                d = json.loads(line)
+                texts.append(f"{d['title']}\n{d['text']}" if d.get("title") else d["text"])
+                if len(texts) >= args.passages:
+                    break
+    return texts
+
+
+def speed(texts: list[str], repeats: int, student: str) -> dict[str, Any]:
+    from hopgraph.config import make_options
+    from hopgraph.index.dense_options import DenseOptions
+
+    opts = make_options(DenseOptions, {"student": student})
+    encoders = {e: opts.embedder_for(e) for e in ENCODERS}
+    for emb in encoders.values():
+        emb.encode(texts[:64], batch_size=opts.batch_size)  # warm-up
+    runs: dict[str, list[float]] = {e: [] for e in encoders}
+    vectors: dict[str, np.ndarray] = {}
+    for r in range(repeats):
+        for e, emb in encoders.items():
+            t0 = time.perf_counter()
+            vectors[e] = emb.encode(texts, batch_size=opts.batch_size)
+            runs[e].append(len(texts) / (time.perf_counter() - t0))
+            print(f"round {r + 1} {e}: {runs[e][-1]:.1f} passages/s", file=sys.stderr)
+    cos = np.sum(vectors["torch-bf16"] * vectors["student"], axis=1)
+    med = {e: statistics.median(v) for e, v in runs.items()}
+    ratios = [s / t for s, t in zip(runs["student"], runs["torch-bf16"], strict=True)]
+    return {
+        "passages": len(texts),
+        "passages_per_s": {e: round(v, 1) for e, v in med.items()},
+        "runs": {e: [round(x, 1) for x in v] for e, v in runs.items()},
+        "ratio_median_of_rounds": round(statistics.median(ratios), 3),
+        "cosine": {"mean": round(float(cos.mean()), 5), "min": round(float(cos.min()), 5)},
+    }
+
+
+def recall(data_dir: Path, sets: list[str], student: str) -> dict[str, Any]:
+    from default_ranker import set_corpus
+
+    from hopgraph.cache import index_cache_dir
+    from hopgraph.eval import MethodSpec, evaluate
+    from hopgraph.eval.bootstrap import paired_bootstrap
+    from hopgraph.index import Index
+
+    out: dict[str, Any] = {}
+    for name in sets:
+        c = set_corpus(name, "test", data_dir, None)
+        row: dict[str, Any] = {"passages": len(c.dataset.corpus),
+                               "questions": len(c.dataset.questions)}  # fmt: skip
+        per_query: dict[str, list[float]] = {}
+        vecs = {}
+        for enc in ENCODERS:
+            index = Index.load(index_cache_dir(data_dir / name, c.dataset.name))
+            chosen = {"passage_encoder": enc, "student": student}
+            dense = asdict(index.part("dense").options) | chosen
+            t0 = time.perf_counter()
+            index.add_parts(["dense"], {"dense": dense}, progress=False, rebuild_changed=True)
+            build = time.perf_counter() - t0
+            vecs[enc] = np.asarray(index.part("dense").embeddings, np.float32)
+            specs = [MethodSpec("dense"), MethodSpec("multihop", label="default")]
+            res = {r.label: r for r in evaluate(index, c.dataset, specs, progress=False)}
+            row[enc] = {
+                label: {m: round(r.metrics[m], 4) for m in METRICS} for label, r in res.items()
+            }
+            row[enc]["dense_build_s"] = round(build, 1)
+            per_query[enc] = [x["recall@5"] for x in res["default"].per_query]
+            print(f"{name} {enc}: {row[enc]}", file=sys.stderr)
+        cos = np.sum(vecs["torch-bf16"] * vecs["student"], axis=1)
+        row["cosine"] = {"mean": round(float(cos.mean()), 5), "min": round(float(cos.min()), 5),
+                         "p01": round(float(np.percentile(cos, 1)), 5)}  # fmt: skip
+        row["default_delta_recall@5"] = paired_bootstrap(
+            per_query["torch-bf16"], per_query["student"], seed=0, n_resamples=2000
+        )
+        out[name] = row
+    return out
+
+
+def evaluate_student(args: argparse.Namespace) -> None:
+    report: dict[str, Any] = {"command": " ".join(sys.argv)}
+    report["speed"] = speed(speed_texts(args), args.repeats, args.student)
+    print(json.dumps(report["speed"]), file=sys.stderr)
+    if not args.no_recall:
+        report["recall"] = recall(Path(args.data_dir), args.sets.split(","), args.student)
+    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps(report, indent=1))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("train", help="distil the student")
+    t.add_argument("--data-dir", default=os.environ.get("HOPGRAPH_DATA", "../shared/data"))
+    t.add_argument("--out", default=str(BUNDLED_STUDENT))
+    t.add_argument("--layers", default="0,3,5")
+    t.add_argument("--epochs", type=int, default=5)
+    t.add_argument("--lr", type=float, default=2e-4)
+    t.add_argument("--batch-size", type=int, default=16)
+    t.add_argument("--seed", type=int, default=0)
+    e = sub.add_parser("evaluate", help="speed, cosine and recall of the student")
+    e.add_argument("--data-dir", default=os.environ.get("HOPGRAPH_DATA", "../shared/data"))
+    e.add_argument("--speed-corpus", default="")
+    e.add_argument("--passages", type=int, default=800)
+    e.add_argument("--repeats", type=int, default=3)
+    e.add_argument("--no-recall", action="store_true")
+    e.add_argument("--out", default="benchmarks/results/student_encoder.json")
+    e.add_argument("--sets", default=",".join(EVAL_SETS))
+    e.add_argument("--student", default="bundled", help="a student folder (default: bundled)")
+    args = ap.parse_args(argv)
+    if args.cmd == "train":
+        train(args)
+    else:
+        evaluate_student(args)
+
+
+if __name__ == "__main__":
+    main()
