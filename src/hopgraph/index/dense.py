@@ -119,8 +119,8 @@ class DensePart(IndexPart):
 
     @classmethod
     def build(cls, corpus: Corpus, options: DenseOptions, *, progress: bool = True) -> DensePart:
-        encoder = options.passage_encoder_for(len(corpus))
-        emb = options.passage_embedder(len(corpus))
+        encoder = options.passage_encoder_for(len(corpus), corpus)
+        emb = options.embedder_for(encoder)
         texts = [p.content for p in corpus]
         vectors = emb.encode(texts, batch_size=options.batch_size_for(encoder), progress=progress)
         part = cls.from_vectors(options, vectors, progress=progress)
@@ -153,8 +153,9 @@ class DensePart(IndexPart):
 
     @classmethod
     def segment_context(cls, corpus: Corpus, options: DenseOptions) -> str:
-        """The passage encoder, chosen once for the whole corpus's size."""
-        return options.passage_encoder_for(len(corpus))
+        """The passage encoder, chosen once for the whole corpus (its size, and whether the
+        passage student agrees with the query encoder on it)."""
+        return options.passage_encoder_for(len(corpus), corpus)
 
     @classmethod
     def write_segment(

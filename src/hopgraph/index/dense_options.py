@@ -8,12 +8,14 @@ configured encoder (``model``, ``backend``, ``precision``) on the CPU."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from dataclasses import dataclass
 
 import numpy as np
 
 from hopgraph.config import option, positive
+from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError
 from hopgraph.models.embedder import (
     BACKENDS,
@@ -36,6 +38,13 @@ ENCODERS = {
     "torch-cuda": "PyTorch fp32 on a CUDA GPU",
     "student": "the distilled 3-layer passage student (PyTorch, bf16 where the CPU has it)",
 }
+# passage_encoder=auto takes the student only where, on STUDENT_SAMPLE passages of the corpus,
+# its vectors have a mean cosine of at least STUDENT_MIN_COSINE to the query encoder's: 0.92-0.93
+# on the Wikipedia-like sets (default R@5 -0.2 to -0.6 points), 0.82 on SciFact's biomedical
+# abstracts (default -0.9, dense -3.9) (docs/benchmarks.md, "The passage student")
+STUDENT_SAMPLE = 256
+STUDENT_MIN_COSINE = 0.9
+_AGREEMENT: dict[tuple[str, str, int, str], float] = {}
 # passages per batch on a GPU at least (dense.batch_size suits a CPU); 128 x 256 tokens of a
 # MiniLM-sized model is well within any CUDA card's memory
 CUDA_BATCH_SIZE = 128
@@ -140,20 +149,22 @@ class DenseOptions:
         # device=cuda on a machine without one is refused where passages are encoded
         # (passage_encoder_for), not here: an index built on a GPU still loads anywhere
 
-    def passage_encoder_for(self, n: int) -> str:
-        """The passage encoder a build of ``n`` passages runs: ``same``, ``torch-bf16`` or
-        ``torch-cuda``. ``device=cuda`` where torch sees no CUDA device raises ConfigError."""
+    def passage_encoder_for(self, n: int, corpus: Corpus | None = None) -> str:
+        """The passage encoder a build of ``n`` passages runs: ``same``, ``student``,
+        ``torch-bf16`` or ``torch-cuda``. With the build's ``corpus``, ``auto`` takes the student
+        only where it agrees with the query encoder on a sample of it (:meth:`student_agrees`).
+        ``device=cuda`` where torch sees no CUDA device raises ConfigError."""
         if self.passage_encoder == "auto":
             if self.device == "cuda":
                 check_cuda("dense.device=cuda")
                 return "torch-cuda"
             if self.device == "auto" and self.backend != "static" and cuda_available():
                 return "torch-cuda"
-        return self.cpu_passage_encoder_for(n)
+        return self.cpu_passage_encoder_for(n, corpus)
 
-    def cpu_passage_encoder_for(self, n: int) -> str:
+    def cpu_passage_encoder_for(self, n: int, corpus: Corpus | None = None) -> str:
         """The passage encoder a build of ``n`` passages runs on the CPU (``device`` aside):
-        ``same`` or ``torch-bf16``."""
+        ``same``, ``student`` or ``torch-bf16``."""
         if self.passage_encoder != "auto":
             return self.passage_encoder
         fast = (
@@ -165,9 +176,28 @@ class DenseOptions:
         )
         if not fast:
             return "same"
-        if self.student_fits():
+        if self.student_fits() and (corpus is None or self.student_agrees(corpus)):
             return "student"
         return "torch-bf16" if cpu_has_bf16() else "same"
+
+    def student_agrees(self, corpus: Corpus) -> bool:
+        """Whether the student's passage vectors are close enough to the query encoder's on
+        this corpus: mean cosine >= STUDENT_MIN_COSINE over STUDENT_SAMPLE passages spread over
+        it (measured once per corpus sample; a few seconds)."""
+        return self.student_agreement(corpus) >= STUDENT_MIN_COSINE
+
+    def student_agreement(self, corpus: Corpus) -> float:
+        """Mean cosine of the student's vectors to the query encoder's, on a sample of
+        ``corpus`` (evenly spaced rows, so a rerun or resumed build decides the same)."""
+        rows = np.unique(np.linspace(0, len(corpus) - 1, min(len(corpus), STUDENT_SAMPLE)))
+        texts = [corpus[int(i)].content for i in rows]
+        key = (self.student_folder(), self.model, self.max_seq_length,
+               hashlib.sha256("\x00".join(texts).encode()).hexdigest())  # fmt: skip
+        if key not in _AGREEMENT:
+            a = self.embedder_for("student").encode(texts, batch_size=self.batch_size)
+            b = self.embedder_for("same").encode(texts, batch_size=self.batch_size)
+            _AGREEMENT[key] = float(np.mean(np.sum(a * b, axis=1)))
+        return _AGREEMENT[key]
 
     def student_fits(self) -> bool:
         """Whether the passage student (``student``) was distilled from ``model``."""
@@ -178,10 +208,6 @@ class DenseOptions:
         except ConfigError:
             return False
         return True
-
-    def passage_embedder(self, n: int) -> Embedder:
-        """The (shared) embedder that encodes the passages of a build of ``n`` passages."""
-        return self.embedder_for(self.passage_encoder_for(n))
 
     def embedder_for(self, encoder: str) -> Embedder:
         """The (shared) embedder behind a passage encoder label (``same``, ``torch-bf16``,
@@ -236,22 +262,35 @@ class DenseOptions:
         return np.float16 if self.vectors == "float16" else np.float32
 
 
-def passage_encoder_note(options: DenseOptions, n: int) -> str | None:
-    """A line for the build log when the passages of a build of ``n`` passages are not encoded
-    by the query encoder (None when they are); raises where
+def passage_encoder_note(options: DenseOptions, n: int, corpus: Corpus | None = None) -> str | None:
+    """A line for the build log when the passages of a build of ``n`` passages (``corpus``) are
+    not encoded by the query encoder (None when they are); raises where
     :meth:`DenseOptions.passage_encoder_for` does."""
-    encoder = options.passage_encoder_for(n)
+    encoder = options.passage_encoder_for(n, corpus)
+    auto = options.passage_encoder == "auto"
+    if encoder == "student":
+        agree = f", cosine {options.student_agreement(corpus):.3f} to it here" if corpus else ""
+        return (
+            "dense: passages encoded by the distilled 3-layer passage student of the query "
+            f"encoder (~1.9x faster{agree}), queries by the configured encoder "
+            f"[dense.passage_encoder={options.passage_encoder}]"
+        )
+    why = ""
+    if auto and corpus is not None and encoder in ("torch-bf16", "same"):
+        if n >= options.fast_encode_min_passages and options.student_fits():
+            why = (
+                f"; the passage student agrees with the query encoder to cosine "
+                f"{options.student_agreement(corpus):.3f} on this corpus, under "
+                f"{STUDENT_MIN_COSINE}, so it is not used"
+            )
     if encoder == "torch-bf16":
         return (
             "dense: passages encoded by PyTorch with bf16 weights (the CPU has bf16; cosine "
-            "~0.9999 to fp32), queries by the configured encoder [dense.passage_encoder=auto]"
+            "~0.9999 to fp32), queries by the configured encoder [dense.passage_encoder="
+            f"{options.passage_encoder}]{why}"
         )
-    if encoder == "student":
-        return (
-            "dense: passages encoded by the distilled 3-layer passage student of the query "
-            "encoder (~1.9x faster), queries by the configured encoder [dense.passage_encoder="
-            f"{options.passage_encoder}]"
-        )
+    if why:
+        return f"dense: passages encoded by the query encoder{why}"
     if encoder == "torch-cuda":
         import torch
 

@@ -165,7 +165,8 @@ def build_index(
     built_opts = {
         n: make_options(c.Options, opts.get(n), what=f"part {n!r}") for n, c in classes.items()
     }
-    note = passage_encoder_note(built_opts["dense"], len(corpus)) if "dense" in built_opts else None
+    dense_opts = built_opts.get("dense")
+    note = passage_encoder_note(dense_opts, len(corpus), corpus) if dense_opts else None
     if note:
         say(note)
     later = deferred_parts(order, lambda n: classes[n].requires_for(built_opts[n]))

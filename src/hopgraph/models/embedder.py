@@ -102,7 +102,8 @@ class Embedder:
     (on a GPU: fp32); ``"bf16"`` and ``"fp32"`` force one. onnx: ``"auto"`` and ``"fp32"`` run
     the fp32 export, ``"int8"`` its dynamically quantised copy. static: ``"auto"`` or ``"fp32"``
     only. ``device``: the torch backend's (``"cpu"``, ``"cuda"``, ...); the others run on the
-    CPU.
+    CPU. ``student``: a passage student folder (:mod:`hopgraph.models.student`) of ``model``,
+    which then runs cut to the student's layers (torch backend only; a passage encoder).
     """
 
     def __init__(
