@@ -231,3 +231,29 @@ def test_the_student_agrees_on_wikipedia_passages_and_not_on_biomedical_abstract
     bio = o.student_agreement(load_dataset(found["scifact"]).corpus)
     # measured on whole corpora: 0.931 and 0.819 (docs/benchmarks.md, "The passage student")
     assert wiki > 0.9 > bio, (wiki, bio)
+
+
+def test_a_staged_build_decides_its_passage_encoder_when_the_vectors_start(tmp_path):
+    """Deciding on the student encodes a sample with both encoders: a staged build does it
+    after stage 1 (whose merges set its peak RSS), and says so in its log there."""
+    import hopgraph.models.embedder as embedder_mod
+    from hopgraph import build_index
+    from hopgraph.data import demo_dataset_path
+
+    lines: list[str] = []
+    loaded_at_searchable: list[int] = []
+
+    def log(line: str) -> None:
+        lines.append(line)
+        if line.startswith("searchable: "):
+            loaded_at_searchable.append(len(embedder_mod._CACHE))
+
+    embedder_mod._CACHE.clear()
+    settings = {"dense": {"fast_encode_min_passages": 1}}
+    ix = build_index(demo_dataset_path(), tmp_path / "ix", ["sparse", "entities", "dense"],
+                     settings, batch_size=20, progress=False, staged="on", log=log)  # fmt: skip
+    assert ix.part("dense").passage_encoder == "student"
+    note = next(i for i, line in enumerate(lines) if line.startswith("dense: passages encoded"))
+    searchable = next(i for i, line in enumerate(lines) if line.startswith("searchable: "))
+    assert searchable < note and "to it here" in lines[note]
+    assert loaded_at_searchable == [0]  # no encoder loaded during stage 1

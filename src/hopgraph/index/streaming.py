@@ -166,11 +166,21 @@ def build_index(
         n: make_options(c.Options, opts.get(n), what=f"part {n!r}") for n, c in classes.items()
     }
     dense_opts = built_opts.get("dense")
-    note = passage_encoder_note(dense_opts, len(corpus), corpus) if dense_opts else None
-    if note:
-        say(note)
+    if dense_opts:
+        dense_opts.passage_encoder_for(len(corpus))  # fail fast (device=cuda without CUDA)
     later = deferred_parts(order, lambda n: classes[n].requires_for(built_opts[n]))
     later = later if in_stages(staged, order, later, len(corpus), out, work) else []
+
+    def encoder_note() -> None:
+        # says which encoder makes the passage vectors; deciding may load the encoders (the
+        # student's agreement on a sample), so a staged build does it when its vectors start,
+        # not beside stage 1's merges (their peak RSS)
+        note = passage_encoder_note(dense_opts, len(corpus), corpus) if dense_opts else None
+        if note:
+            say(note)
+
+    if "dense" not in later:
+        encoder_note()
     job = BuildJob(
         corpus, work, classes, built_opts, batch_size, progress, engine or EngineOptions(), say
     )
@@ -188,6 +198,8 @@ def build_index(
                 "without vectors until then)"
             )
     if later:  # stage 2: the passage vectors, then the whole index
+        if "dense" in later:
+            encoder_note()
         index = _merged(job, order, segments_stage(job, later, VECTORS), vectors=set(later))
         index.detected, index.reading = detected, reading
     if index.refresh_profile():
