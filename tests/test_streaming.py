@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hopgraph.config import make_options
 from hopgraph.corpus import iter_corpus, load_corpus, load_dataset
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
 from hopgraph.data import demo_dataset_path
@@ -332,3 +333,42 @@ def test_the_indexing_bar_moves_within_a_batch_and_reading_is_counted(tmp_path, 
     build_index(demo_dataset_path(), tmp_path / "quiet", ["sparse"], progress=False)
     err = capfd.readouterr().err
     assert "reading:" not in err and "indexing:" not in err
+
+
+def test_dense_segments_merge_in_order_and_leave_no_segment_mapped(
+    tmp_path, demo_dataset, monkeypatch
+):
+    """The merged vectors are the segments' rows in order, and no segment file is still mapped
+    when the part (its HNSW graph) is made from them: at 1M the float32 segments' 1.5 GB of
+    pages stayed resident beside the graph."""
+    from hopgraph.index.dense import ENCODER_FILE, DensePart
+
+    rng = np.random.default_rng(0)
+    blocks = [rng.standard_normal((k, 384)).astype(np.float32) for k in (3, 5, 2)]
+    blocks = [b / np.linalg.norm(b, axis=1, keepdims=True) for b in blocks]
+    folders = []
+    for i, b in enumerate(blocks):
+        f = tmp_path / f"seg{i}"
+        f.mkdir()
+        np.save(f / "embeddings.npy", b)
+        (f / ENCODER_FILE).write_text("same")
+        folders.append(f)
+    maps = Path("/proc/self/maps")
+    seen = []
+    make = DensePart.from_vectors.__func__
+
+    def from_vectors(cls, options, vectors, **kw):
+        seen.append(maps.read_text() if maps.exists() else "")
+        return make(cls, options, vectors, **kw)
+
+    monkeypatch.setattr(DensePart, "from_vectors", classmethod(from_vectors))
+    options = make_options(DensePart.Options, {}, what="dense")
+    part = DensePart.from_segments(demo_dataset.corpus, options, folders, {})
+    np.testing.assert_array_equal(part.embeddings, np.concatenate(blocks))
+    assert len(seen) == 1 and str(tmp_path) not in seen[0]
+
+
+def test_heap_trim_runs_where_glibc_is():
+    from hopgraph import heap
+
+    assert heap.trim() is (heap.libc() is not None)

@@ -207,13 +207,16 @@ class DensePart(IndexPart):
                 f"({named}), e.g. a build resumed on another machine; "
                 "set dense.passage_encoder explicitly and build again"
             )
-        blocks = [np.load(f / "embeddings.npy", mmap_mode="r") for f in folders]
-        n = sum(len(b) for b in blocks)
-        vectors = np.empty((n, blocks[0].shape[1]), options.stored_dtype(n))
+        files = [f / "embeddings.npy" for f in folders]
+        shapes = [np.load(f, mmap_mode="r").shape for f in files]
+        n = sum(s[0] for s in shapes)
+        vectors = np.empty((n, shapes[0][1]), options.stored_dtype(n))
         row = 0
-        for b in blocks:
-            vectors[row : row + len(b)] = b
+        for f in files:  # each segment's map is closed once copied: at 1M the float32
+            b = np.load(f, mmap_mode="r")  # segments are 1.5 GB of pages the graph would
+            vectors[row : row + len(b)] = b  # keep resident beside it otherwise
             row += len(b)
+            del b
         part = cls.from_vectors(options, vectors, progress=progress)
         part.passage_encoder = encoders.pop()
         return part

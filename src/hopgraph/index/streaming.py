@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from hopgraph import heap
 from hopgraph.atomic import fsync_dir, fsync_tree, recover_folder, write_synced
 from hopgraph.config import make_options
 from hopgraph.corpus import SkippedPassages, iter_corpus
@@ -192,6 +193,7 @@ def build_index(
             say(f"writing {out} (without {', '.join(later)})")
             save_searchable(index, out, later, work)
             del index
+            heap.trim()  # stage 1's merges peaked; the encoder does not need their pages
             say(
                 f"searchable: {out} ({', '.join(now)}) in {time.perf_counter() - t_start:.0f} s; "
                 "encoding the passage vectors next (searches without a method use the default "
@@ -200,7 +202,9 @@ def build_index(
     if later:  # stage 2: the passage vectors, then the whole index
         if "dense" in later:
             encoder_note()
-        index = _merged(job, order, segments_stage(job, later, VECTORS), vectors=set(later))
+        seconds = segments_stage(job, later, VECTORS)
+        heap.trim()  # what stage 1's merges and the encoder freed, before the last merges
+        index = _merged(job, order, seconds, vectors=set(later))
         index.detected, index.reading = detected, reading
     if index.refresh_profile():
         from hopgraph.index.profile import describe_profile

@@ -23,10 +23,11 @@ default index under 8–16 clients and updates, 552–605 MB before these, 432�
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 from typing import Any
+
+from hopgraph import heap
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
 # lightgbm's compat module imports these when they are installed (scikit-learn pulls in
@@ -68,7 +69,7 @@ def configure_serving(
     os.environ.setdefault("HOPGRAPH_EXPORT_IN_CHILD", "1")
     lean = import_lightgbm_lean()
     arenas = None
-    libc = _libc()
+    libc = heap.libc()
     if libc is not None and "MALLOC_ARENA_MAX" not in os.environ:
         try:
             if libc.mallopt(M_ARENA_MAX, int(arena_max)) == 1:
@@ -91,18 +92,6 @@ def configure_serving(
         onnx_export_in_child=os.environ["HOPGRAPH_EXPORT_IN_CHILD"] == "1",
     )
     return dict(_CONFIGURED)
-
-
-def _libc() -> Any:
-    """glibc, or None (another platform or C library)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt  # noqa: B018 - glibc's, not another libc.so.6
-    except (OSError, AttributeError):
-        return None
-    return libc
 
 
 def release_memory() -> bool:
