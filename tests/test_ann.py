@@ -126,3 +126,28 @@ def test_updates_keep_the_graph_and_still_find_what_exact_search_finds(tmp_path)
             got = get_retriever(ix, "dense").search(q, k=10)
             want = get_retriever(exact, "dense").search(q, k=10)
             assert [h.id for h in got] == [h.id for h in want], q
+
+
+def test_a_mapped_graph_is_saved_as_a_copy_of_its_file(tmp_path):
+    """A loaded (memory-mapped) graph is saved by copying its file, so saving an index read
+    back from a large build makes none of the graph's pages the process's; once another file
+    is under that name (a generation swapped in), the graph itself is written."""
+    rng = np.random.default_rng(1)
+    vectors = rng.standard_normal((300, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    (tmp_path / "a").mkdir()
+    AnnIndex.build(vectors).save(tmp_path / "a")
+    src = tmp_path / "a" / "ann.usearch"
+    loaded = AnnIndex.load(tmp_path / "a")
+    assert loaded.source is not None and loaded.source[0] == src
+    (tmp_path / "b").mkdir()
+    loaded.save(tmp_path / "b")
+    assert (tmp_path / "b" / "ann.usearch").read_bytes() == src.read_bytes()
+    original = src.read_bytes()
+    (tmp_path / "c").mkdir()
+    AnnIndex.build(vectors[::-1].copy()).save(tmp_path / "c")
+    (tmp_path / "c" / "ann.usearch").replace(src)
+    (tmp_path / "d").mkdir()
+    loaded.save(tmp_path / "d")
+    assert (tmp_path / "d" / "ann.usearch").read_bytes() == original
+    assert AnnIndex.load(tmp_path / "a", mmap=False).source is None

@@ -9,6 +9,8 @@ re-scores them with the stored vectors, so cosines are exact and ties break as i
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,14 @@ import numpy as np
 from hopgraph.errors import ConfigError
 
 FILE = "ann.usearch"
+
+
+def _identity(path: Path) -> tuple[int, ...] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _usearch() -> Any:
@@ -33,8 +43,11 @@ def _usearch() -> Any:
 class AnnIndex:
     """An HNSW graph over unit vectors (inner product), rows as keys."""
 
-    def __init__(self, index: Any):
+    def __init__(self, index: Any, source: tuple[Path, tuple[int, ...]] | None = None):
         self.index = index
+        # the file a view maps, and its identity when mapped: saving copies that file rather
+        # than writing the graph from the map, whose pages would all become this process's
+        self.source = source
 
     @classmethod
     def build(
@@ -69,12 +82,21 @@ class AnnIndex:
         return cls(index)
 
     def save(self, folder: Path) -> None:
-        self.index.save(str(folder / FILE))
+        target = folder / FILE
+        if self.source is not None and _identity(self.source[0]) == self.source[1]:
+            if not (target.exists() and os.path.samefile(self.source[0], target)):
+                shutil.copyfile(self.source[0], target)  # in the kernel: no page is read here
+            return
+        self.index.save(str(target))
 
     @classmethod
     def load(cls, folder: Path, *, mmap: bool = True) -> AnnIndex:
         path = folder / FILE
-        return cls(_usearch().restore(str(path), view=mmap))
+        before = _identity(path)
+        index = _usearch().restore(str(path), view=mmap)
+        # a view maps the file ``path`` named throughout the load (a swap renames another in)
+        same = mmap and before is not None and _identity(path) == before
+        return cls(index, (path, before) if same else None)
 
     def search(self, qvecs: np.ndarray, k: int, ef: int) -> list[np.ndarray]:
         """Up to ``k`` candidate rows for each query row of ``qvecs`` (best first)."""

@@ -27,6 +27,7 @@ from hopgraph.config import option
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError, CorpusError
 from hopgraph.graph.paths import degree
+from hopgraph.index.npy import save_array
 from hopgraph.index.part import Change, IndexPart
 
 
@@ -122,8 +123,8 @@ class CorpusGraphPart(IndexPart):
         return type(self).build_from(change.new, self.options, parts, progress=progress)
 
     def save(self, folder: Path) -> None:
-        np.save(folder / "indptr.npy", self.adjacency.indptr)
-        np.save(folder / "indices.npy", self.adjacency.indices)
+        save_array(folder / "indptr.npy", self.adjacency.indptr)
+        save_array(folder / "indices.npy", self.adjacency.indices)
         (folder / "info.json").write_text(json.dumps(self.info))
 
     @classmethod

@@ -43,6 +43,7 @@ from hopgraph.index.dense_options import (  # noqa: F401 - the part's options, r
     DenseOptions,
     passage_encoder_note,
 )
+from hopgraph.index.npy import save_array
 from hopgraph.index.part import Change, IndexPart, ReplayStep
 from hopgraph.index.stacked_rows import StackedRows
 from hopgraph.models.embedder import Embedder, cpu_has_bf16, cuda_available, load_embedder
@@ -176,7 +177,7 @@ class DensePart(IndexPart):
             batch_size=options.batch_size_for(encoder),
             on_batch=on_progress,
         )
-        np.save(folder / "embeddings.npy", np.ascontiguousarray(vectors, dtype=np.float32))
+        save_array(folder / "embeddings.npy", np.asarray(vectors, dtype=np.float32))
         (folder / ENCODER_FILE).write_text(encoder)
 
     @classmethod
@@ -300,7 +301,7 @@ class DensePart(IndexPart):
     def save(self, folder: Path) -> None:
         if not self.rows.plain:  # an index is saved whole only compacted
             raise ValueError("save the compacted() part: its rows are not one array yet")
-        np.save(folder / "embeddings.npy", np.ascontiguousarray(self.embeddings))
+        save_array(folder / "embeddings.npy", self.embeddings)
         if self.hnsw is not None:
             self.hnsw.save_index(str(folder / "hnsw.bin"))
         if self.ann is not None:

@@ -41,6 +41,7 @@ from hopgraph.index.aliases import (
 )
 from hopgraph.index.entity_queries import EntityQueries, canonical
 from hopgraph.index.mentions import entity_matrix, raw_mentions
+from hopgraph.index.npy import save_array
 from hopgraph.index.part import (
     Change,
     IndexPart,
@@ -374,17 +375,17 @@ class EntityPart(EntityQueries, IndexPart):
     def save(self, folder: Path) -> None:
         (folder / "entities.json").write_text(json.dumps(self.names, ensure_ascii=False))
         (folder / "aliases.json").write_text(json.dumps(self.aliases, ensure_ascii=False))
-        np.save(folder / "mentions.indptr.npy", self.mentions.indptr)
-        np.save(folder / "mentions.indices.npy", self.mentions.indices)
-        np.save(folder / "mentions.data.npy", self.mentions.data)
+        save_array(folder / "mentions.indptr.npy", self.mentions.indptr)
+        save_array(folder / "mentions.indices.npy", self.mentions.indices)
+        save_array(folder / "mentions.data.npy", self.mentions.data)
         if self.owns is not None:
-            np.save(folder / "owns.indptr.npy", self.owns.indptr)
-            np.save(folder / "owns.indices.npy", self.owns.indices)
+            save_array(folder / "owns.indptr.npy", self.owns.indptr)
+            save_array(folder / "owns.indices.npy", self.owns.indices)
         if self.raw is not None and self.raw_keys is not None:
             (folder / "raw_keys.json").write_text(json.dumps(self.raw_keys, ensure_ascii=False))
-            np.save(folder / "raw.indptr.npy", self.raw.indptr)
-            np.save(folder / "raw.indices.npy", self.raw.indices)
-            np.save(folder / "raw.data.npy", self.raw.data)
+            save_array(folder / "raw.indptr.npy", self.raw.indptr)
+            save_array(folder / "raw.indices.npy", self.raw.indices)
+            save_array(folder / "raw.data.npy", self.raw.data)
         if self.found is not None and self.found_keys is not None:
             save_records(folder, "found", self.found, self.found_keys)
         if self.words is not None:

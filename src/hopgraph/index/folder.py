@@ -63,6 +63,7 @@ from hopgraph.index.manifest import (
     read_manifest,
     verify_files,
 )
+from hopgraph.index.npy import save_array
 from hopgraph.index.part import IndexPart, load_payload, save_payload
 from hopgraph.index.registry import part_class
 from hopgraph.index.staged import stage_of, writes_refused
@@ -235,7 +236,7 @@ class IndexFolder:
                 offsets, ids = write_passages(self.corpus, tmp / PASSAGES)
             # where each passage's line starts, and its id: a loaded index reads passages on
             # demand (FileCorpus) instead of holding them
-            np.save(tmp / OFFSETS, offsets)
+            save_array(tmp / OFFSETS, offsets)
             (tmp / IDS).write_text(json.dumps(ids, ensure_ascii=False), encoding="utf-8")
             for name, part in self.parts.items():
                 folder = tmp / "parts" / name

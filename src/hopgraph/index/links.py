@@ -25,6 +25,7 @@ from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import CorpusError, NotUpdatableError
 from hopgraph.index.aliases import title_alias_map
+from hopgraph.index.npy import save_array
 from hopgraph.index.part import Change, IndexPart, stack_records
 from hopgraph.text.ner import make_extractor, normalize_entity, strip_disambiguator
 
@@ -123,14 +124,14 @@ class LinksPart(IndexPart):
         return type(self).assemble(change.new, o, raw, keys)
 
     def save(self, folder: Path) -> None:
-        np.save(folder / "links.indptr.npy", self.links.indptr)
-        np.save(folder / "links.indices.npy", self.links.indices)
-        np.save(folder / "doc.npy", self.doc)
-        np.save(folder / "chunk.npy", self.chunk)
+        save_array(folder / "links.indptr.npy", self.links.indptr)
+        save_array(folder / "links.indices.npy", self.links.indices)
+        save_array(folder / "doc.npy", self.doc)
+        save_array(folder / "chunk.npy", self.chunk)
         if self.raw is not None:
             (folder / "raw_keys.json").write_text(json.dumps(self.raw_keys, ensure_ascii=False))
-            np.save(folder / "raw.indptr.npy", self.raw.indptr)
-            np.save(folder / "raw.indices.npy", self.raw.indices)
+            save_array(folder / "raw.indptr.npy", self.raw.indptr)
+            save_array(folder / "raw.indices.npy", self.raw.indices)
 
     @classmethod
     def load(cls, folder: Path, options: LinkOptions, *, mmap: bool = True) -> LinksPart:

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hopgraph.corpus import Corpus, Passage
+from hopgraph.index.npy import save_array
 
 
 @dataclass(frozen=True)
@@ -100,9 +101,9 @@ def save_records(folder: Path, name: str, matrix: Any, keys: list[str]) -> None:
     import scipy.sparse as sp
 
     m = sp.csr_matrix(matrix)
-    np.save(folder / f"{name}.indptr.npy", m.indptr)
-    np.save(folder / f"{name}.indices.npy", m.indices)
-    np.save(folder / f"{name}.data.npy", m.data)
+    save_array(folder / f"{name}.indptr.npy", m.indptr)
+    save_array(folder / f"{name}.indices.npy", m.indices)
+    save_array(folder / f"{name}.data.npy", m.data)
     (folder / f"{name}.keys.json").write_text(json.dumps(keys, ensure_ascii=False))
 
 
@@ -277,7 +278,7 @@ def save_payload(folder: Path, payload: dict[str, Any]) -> None:
 
     for key, value in payload.items():
         if isinstance(value, np.ndarray):
-            np.save(folder / f"{key}.npy", value)
+            save_array(folder / f"{key}.npy", value)
         else:
             (folder / f"{key}.json").write_text(json.dumps(value, ensure_ascii=False))
 

@@ -23,6 +23,7 @@ import numpy as np
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError
+from hopgraph.index.npy import save_array
 from hopgraph.index.part import Change, IndexPart
 from hopgraph.index.sparse import SparseOptions, SparsePart
 from hopgraph.index.triples import TriplesPart
@@ -219,11 +220,11 @@ class PartialTriplesPart(IndexPart):
 
     def save(self, folder: Path) -> None:
         for name in self._ARRAYS:
-            np.save(folder / f"{name}.npy", np.ascontiguousarray(getattr(self, name)))
+            save_array(folder / f"{name}.npy", getattr(self, name))
         (folder / "bm25").mkdir()
         self.bm25.save(folder / "bm25")
         if self.full_vectors is not None and self.full_bm25 is not None:
-            np.save(folder / "full_vectors.npy", np.ascontiguousarray(self.full_vectors))
+            save_array(folder / "full_vectors.npy", self.full_vectors)
             (folder / "full_bm25").mkdir()
             self.full_bm25.save(folder / "full_bm25")
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError
+from hopgraph.index.npy import save_array
 from hopgraph.index.part import Change, IndexPart
 from hopgraph.index.partial_triples import StringEncoderOptions, encode_reusing
 from hopgraph.index.triples import TriplesPart, entity_key
@@ -147,7 +148,7 @@ class SameAsPart(IndexPart):
         arrays.update(zip(("row_indptr", "row_indices"), self.g_rows, strict=True))
         arrays["vectors"] = self.vectors
         for name in self._ARRAYS:
-            np.save(folder / f"{name}.npy", np.ascontiguousarray(arrays[name]))
+            save_array(folder / f"{name}.npy", arrays[name])
         (folder / "aliases.json").write_text(json.dumps(self.aliases))
 
     @classmethod

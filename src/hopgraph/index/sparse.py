@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
+from hopgraph.index.npy import save_array
 from hopgraph.index.part import (
     Change,
     IndexPart,
@@ -237,9 +238,9 @@ class SparsePart(IndexPart):
 
     def save(self, folder: Path) -> None:
         self.bm25.save(str(folder / "bm25"), show_progress=False)
-        np.save(folder / "doc_terms.indptr.npy", self.doc_terms.indptr)
-        np.save(folder / "doc_terms.indices.npy", self.doc_terms.indices)
-        np.save(folder / "doc_terms.data.npy", self.doc_terms.data)
+        save_array(folder / "doc_terms.indptr.npy", self.doc_terms.indptr)
+        save_array(folder / "doc_terms.indices.npy", self.doc_terms.indices)
+        save_array(folder / "doc_terms.data.npy", self.doc_terms.data)
 
     @classmethod
     def load(cls, folder: Path, options: SparseOptions, *, mmap: bool = True) -> SparsePart:

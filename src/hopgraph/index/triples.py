@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from hopgraph.config import option, positive
 from hopgraph.corpus import Corpus
 from hopgraph.errors import ConfigError, NotUpdatableError
+from hopgraph.index.npy import save_array
 from hopgraph.index.part import Change, IndexPart
 from hopgraph.text.ner import normalize_entity
 
@@ -207,7 +208,7 @@ class TriplesPart(IndexPart):
         return type(self).from_triples(o, [raw[r] for r in change.keep.tolist()] + new)
 
     def save(self, folder: Path) -> None:
-        np.save(folder / "triples.npy", self.triples)
+        save_array(folder / "triples.npy", self.triples)
         with open(folder / "raw_triples.json", "w", encoding="utf-8") as f:
             json.dump(self.raw, f, ensure_ascii=False)
         (folder / "vocab.json").write_text(

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hopgraph.index.aliases import block_words
+from hopgraph.index.npy import save_array
 
 FILES = ("words.keys.json", "words.indptr.npy", "words.rows.npy")
 
@@ -179,8 +180,8 @@ class WordPostings:
         """The base postings (a part saved whole is compacted first)."""
         assert self.to_current is None and not self.added, "save the compacted() postings"
         (folder / FILES[0]).write_text(json.dumps(self.keys, ensure_ascii=False))
-        np.save(folder / FILES[1], self.indptr)
-        np.save(folder / FILES[2], self.rows)
+        save_array(folder / FILES[1], self.indptr)
+        save_array(folder / FILES[2], self.rows)
 
     @classmethod
     def load(cls, folder: Path, n_base: int, *, mmap: bool = True) -> WordPostings | None:
