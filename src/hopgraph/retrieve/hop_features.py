@@ -101,9 +101,10 @@ class EntityMaps:
         df = np.asarray(entities.df, np.float64)
         self.idf = np.log((n + 1.0) / (df + 1.0))
         m = sp.csr_matrix(entities.mentions)
-        self.binary = sp.csr_matrix(
-            (np.ones_like(m.data, np.float64), m.indices, m.indptr), m.shape
-        )
+        # ones in float32: exact, and every product with them is taken in float64 (the other
+        # operand's dtype), so the features are the same as with float64 ones; at 1M passages
+        # (17M mentions) it holds 69 MB less for as long as the index is searched
+        self.binary = sp.csr_matrix((np.ones(m.nnz, np.float32), m.indices, m.indptr), m.shape)
 
 
 _MAPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
