@@ -10,13 +10,13 @@ re-scores them with the stored vectors, so cosines are exact and ties break as i
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hopgraph.errors import ConfigError
+from hopgraph.index.npy import copy_file
 
 FILE = "ann.usearch"
 
@@ -84,8 +84,7 @@ class AnnIndex:
     def save(self, folder: Path) -> None:
         target = folder / FILE
         if self.source is not None and _identity(self.source[0]) == self.source[1]:
-            if not (target.exists() and os.path.samefile(self.source[0], target)):
-                shutil.copyfile(self.source[0], target)  # in the kernel: no page is read here
+            copy_file(self.source[0], target)
             return
         self.index.save(str(target))
 

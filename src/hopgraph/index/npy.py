@@ -74,10 +74,16 @@ def save_array(path: Path, array: np.ndarray) -> None:
     it is a map of one (:func:`npy_source`)."""
     source = npy_source(array)
     if source is not None:
-        if not _same_file(source, path):  # (the same file: it holds the array already)
-            shutil.copyfile(source, path)
+        copy_file(source, path)
         return
     np.save(path, np.ascontiguousarray(array))
+
+
+def copy_file(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target`` in the kernel (no page passes through this process); a
+    no-op when ``target`` is ``source`` itself (it holds the bytes already)."""
+    if not _same_file(source, target):
+        shutil.copyfile(source, target)
 
 
 def _maps_file(address: int, path: Path) -> bool:
