@@ -1,23 +1,35 @@
-"""Experiment toward issue 17 (MuSiQue): does a trained hop *query* encoder add to the default?
+"""Experiment (issues 17 and 37): does a trained hop *query* encoder add to the default?
 
     .venv/bin/python benchmarks/hop_encoder.py --held-out musique --data-dir ../shared/data \
-        [--epochs 2] [--anchors 3] [--models-dir WORK/hop-encoders]
+        [--epochs 2] [--anchors 3] [--models-dir WORK/hop-encoders] [--out FILE.json] \
+        [--backend torch|onnx-fp32|onnx-int8]
 
 Not part of the product: it measures whether the next step is worth building. The encoder is
 the bundled MiniLM fine-tuned as a query tower only: its input is the question plus one gold
 passage (``question [SEP] title. text``), its target the fixed index vector of another gold
-passage of the same question (every ordered pair), against the 8 best non-gold candidates of
-the shipped pipeline (fixed vectors; InfoNCE, temperature 0.05, AdamW 3e-5, batch 16, 160
-tokens). The index and its passage vectors do not change.
+passage of the same question (every ordered pair), against the first 8 non-gold candidates of
+the pipeline's first round (BM25's top first; fixed vectors; InfoNCE, temperature 0.05, AdamW
+3e-5, batch 16, 160 tokens). The index and its passage vectors do not change.
 
 Protocol, "set held out" as docs/benchmarks.md's default-pipeline table: the training
 questions are every entity-titled training set but ``--held-out`` (dev questions of the other
 sets, and both train sets). They are split in two halves; an encoder trained on one half gives
-the features of the other, so the LightGBM ranker (the shipped ranker's settings) is fitted on
-out-of-fold features; the held-out questions get the mean of both encoders' features. Two new
-features per candidate: the best cosine of its vector with the hop vectors of the first hop's
-top ``--anchors`` anchors (an anchor itself excluded), and that minus its plain cosine. Printed:
-Recall@2/5/10 on the held-out set's dev questions without and with them.
+the features of the other, so the LightGBM ranker (the shipped ranker's settings, the training
+questions in the shipped recipe's order) is fitted on out-of-fold first-round features; the
+held-out questions get the mean of both encoders' features. Two new features per candidate:
+the best cosine of its vector with the hop vectors of the round's top ``--anchors`` anchors
+(an anchor itself excluded), and that minus its plain cosine.
+
+Printed: Recall@2/5/10 and R@5 by number of gold passages on the held-out set's dev questions,
+with the default's features alone and with the hop encoder's two more, each for one round
+(``chain=0``) and with the chain round (issue 37: the ranker's top ``chain`` anchor the next
+hop; the hop features, the encoder's included, are taken again from them), on the set's own
+pool and, for MuSiQue and HotpotQA, on its grown pool (``realistic_pools.py``), and with the
+encoder's features in the chain round only (the first round is the default's own). The ranking
+is the default's (``final_order``: BM25 fused where the corpus profile says so). Also the
+encoder's cost: the median time to encode one round's ``--anchors`` hop texts, run as
+``--backend`` says (PyTorch fp32 as trained, or hopgraph's ONNX Runtime encoder in fp32 or
+int8, for the training features too).
 """
 
 from __future__ import annotations
@@ -27,27 +39,126 @@ import itertools
 import json
 import os
 import random
+import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from default_ranker import TRAINING, default_index  # noqa: E402
+from realistic_pools import SIZES, grown_pool  # noqa: E402
 
 from hopgraph.eval.metrics import compute_all  # noqa: E402
 from hopgraph.models.embedder import DEFAULT_EMBEDDER, resolve_model  # noqa: E402
 from hopgraph.retrieve.hop_features import FEATURES, corpus_kind  # noqa: E402
-from hopgraph.retrieve.multihop import MultihopParams, score_candidates  # noqa: E402
+from hopgraph.retrieve.multihop import (  # noqa: E402
+    MultihopParams,
+    chain_round,
+    corpus_lexical_weight,
+    final_order,
+    score_candidates,
+)
 from hopgraph.training.ranker import LGB_PARAMS  # noqa: E402
 
 NEGATIVES, TAU, MAX_LEN, BATCH = 8, 0.05, 160, 16
+COSINE = FEATURES.index("cosine")
 
 
-def passage_text(c, row: int) -> str:  # noqa: ANN001
-    p = c.index.corpus[row]
+def passage_text(index: Any, row: int) -> str:
+    p = index.corpus[row]
     return f"{p.title}. {p.text}"
+
+
+def train_encoder(pairs: list, corpora: dict, epochs: int, path: Path | None) -> Any:
+    """The query tower fine-tuned on ``pairs`` (set, hop text, target row, negative rows), or
+    the one saved at ``path``."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    if path is not None and path.exists():
+        m = SentenceTransformer(str(path), device="cpu")
+        m.max_seq_length = MAX_LEN
+        return m.eval()
+    model = SentenceTransformer(resolve_model(DEFAULT_EMBEDDER), device="cpu")
+    model.max_seq_length = MAX_LEN
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-5)
+    rng = random.Random(0)
+    for epoch in range(epochs):
+        rng.shuffle(pairs)
+        model.train()
+        total, t0 = 0.0, time.time()
+        for lo in range(0, len(pairs), BATCH):
+            batch = pairs[lo : lo + BATCH]
+            hq = model(model.tokenize([b[1] for b in batch]))["sentence_embedding"]
+            hq = torch.nn.functional.normalize(hq, dim=-1)
+            targets = np.stack(
+                [
+                    corpora[n].index.part("dense").vectors(np.asarray([t, *ng]))
+                    for n, _, t, ng in batch
+                ]  # fmt: skip
+            )
+            logits = torch.einsum("bd,bkd->bk", hq, torch.from_numpy(targets)) / TAU
+            loss = torch.nn.functional.cross_entropy(
+                logits, torch.zeros(len(batch), dtype=torch.long)
+            )
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(batch)
+        print(f"epoch {epoch}: {len(pairs)} pairs, loss {total / len(pairs):.3f}, "
+              f"{time.time() - t0:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
+    model.eval()
+    if path is not None:
+        model.save(str(path))
+    return model
+
+
+class OnnxHopEncoder:
+    """A trained hop encoder run by hopgraph's ONNX Runtime encoder (``precision`` fp32 or
+    int8), with sentence-transformers' ``encode`` call."""
+
+    def __init__(self, path: str, precision: str):
+        from hopgraph.models.embedder import Embedder
+
+        self.embedder = Embedder(path, backend="onnx", precision=precision, max_seq_length=MAX_LEN)
+
+    def encode(self, texts: list[str], **_: Any) -> np.ndarray:
+        return self.embedder.encode(texts, batch_size=8)
+
+
+class HopColumns:
+    """The two hop-encoder features of a round's candidates, from one or more encoders (their
+    mean), with each (question, anchor) hop vector encoded once."""
+
+    def __init__(self, models: list, anchors: int):
+        self.models, self.anchors = models, anchors
+        self.vecs: dict[tuple, np.ndarray] = {}
+        self.seconds: list[float] = []
+
+    def __call__(self, index: Any, text: str, found: Any) -> np.ndarray:
+        A = [int(a) for a in found.anchors[: self.anchors]]
+        R = index.part("dense").vectors(found.rows)
+        out = np.zeros((len(found.rows), 2))
+        for k, model in enumerate(self.models):
+            todo = [a for a in A if (id(index), text, k, a) not in self.vecs]
+            if todo:
+                t0 = time.perf_counter()
+                V = model.encode([f"{text} [SEP] {passage_text(index, a)}" for a in todo],
+                                 normalize_embeddings=True, batch_size=8)  # fmt: skip
+                if k == 0 and len(todo) == len(A):
+                    self.seconds.append(time.perf_counter() - t0)
+                for a, v in zip(todo, V, strict=True):
+                    self.vecs[(id(index), text, k, a)] = v
+            V = np.stack([self.vecs[(id(index), text, k, a)] for a in A])
+            S = R @ V.T
+            S[found.rows[:, None] == np.asarray(A)[None, :]] = -1
+            best = S.max(axis=1)
+            out += np.column_stack([best, best - found.feats.X[:, COSINE]])
+        return out / len(self.models)
 
 
 def main() -> None:
@@ -55,131 +166,128 @@ def main() -> None:
     ap.add_argument("--held-out", default="musique")
     ap.add_argument("--data-dir", default=os.environ.get("HOPGRAPH_DATA", "../shared/data"))
     ap.add_argument("--index-dir", default=None)
+    ap.add_argument("--work", default=str(Path.home() / ".cache/hopgraph/datasets/realistic"))
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--anchors", type=int, default=3)
     ap.add_argument("--models-dir", default=None, help="keep (and reuse) the trained encoders")
+    ap.add_argument("--out", default=None, help="write the results here (JSON)")
+    ap.add_argument(
+        "--backend", default="torch", choices=("torch", "onnx-fp32", "onnx-int8"),
+        help="run the trained encoders so for every feature (onnx: hopgraph's ONNX Runtime "
+        "encoder, its int8 copy as dense.precision=int8 makes it; needs --models-dir)",
+    )  # fmt: skip
     args = ap.parse_args()
 
     import lightgbm as lgb
     import torch
-    from sentence_transformers import SentenceTransformer
 
     torch.manual_seed(0)
-    random.seed(0)
     torch.set_num_threads(2)
     data = Path(args.data_dir)
     sets = [default_index(n, f, data, args.index_dir, split) for n, split, f in TRAINING]
     C = {c.name: c for c in sets if corpus_kind(c.index) == "entity_titles"}
     E = args.held_out
     s = MultihopParams().settings()
-    cands = {}  # (set, question) → (scored candidates, gold rows, question text)
+    one = replace(s, chain=0)
+    cands = {}  # (set, question) → (first round's candidates, gold rows, question text)
     for n, c in C.items():
         for qi, (q, v, g) in enumerate(zip(c.dataset.questions, c.qvecs, c.gold_rows, strict=True)):
-            cands[(n, qi)] = (score_candidates(c.index, s, q.text, v, None), list(g), q.text)
+            cands[(n, qi)] = (score_candidates(c.index, one, q.text, v, None), list(g), q.text)
 
-    def pairs_of(items):  # noqa: ANN001, ANN202
+    def pairs_of(items: list) -> list:
         out = []
         for it in items:
             sc, gold, text = cands[it]
-            order = sc.rows[np.argsort(-sc.scores)]
-            negs = [int(r) for r in order if int(r) not in set(gold)][:NEGATIVES]
+            negs = [int(r) for r in sc.rows if int(r) not in set(gold)][:NEGATIVES]
             if len(negs) < NEGATIVES:
                 continue
             for a, b in itertools.permutations(gold, 2):
-                out.append((it[0], f"{text} [SEP] {passage_text(C[it[0]], a)}", b, negs))
+                out.append((it[0], f"{text} [SEP] {passage_text(C[it[0]].index, a)}", b, negs))
         return out
 
-    def train(items, path: Path | None):  # noqa: ANN001, ANN202
-        if path is not None and path.exists():
-            m = SentenceTransformer(str(path), device="cpu")
-            m.max_seq_length = MAX_LEN
-            return m.eval()
-        model = SentenceTransformer(resolve_model(DEFAULT_EMBEDDER), device="cpu")
-        model.max_seq_length = MAX_LEN
-        opt = torch.optim.AdamW(model.parameters(), lr=3e-5)
-        pairs = pairs_of(items)
-        for epoch in range(args.epochs):
-            random.shuffle(pairs)
-            model.train()
-            total, t0 = 0.0, time.time()
-            for lo in range(0, len(pairs), BATCH):
-                batch = pairs[lo : lo + BATCH]
-                hq = model(model.tokenize([b[1] for b in batch]))["sentence_embedding"]
-                hq = torch.nn.functional.normalize(hq, dim=-1)
-                targets = np.stack(
-                    [
-                        C[n].index.part("dense").vectors(np.asarray([t, *ng]))
-                        for n, _, t, ng in batch
-                    ]
-                )
-                logits = torch.einsum("bd,bkd->bk", hq, torch.from_numpy(targets)) / TAU
-                loss = torch.nn.functional.cross_entropy(
-                    logits, torch.zeros(len(batch), dtype=torch.long)
-                )
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                total += float(loss.detach()) * len(batch)
-            print(f"epoch {epoch}: {len(pairs)} pairs, loss {total / len(pairs):.3f}, "
-                  f"{time.time() - t0:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
-        model.eval()
-        if path is not None:
-            model.save(str(path))
-        return model
-
-    @torch.no_grad()
-    def extra(model, it) -> np.ndarray:  # noqa: ANN001
-        sc, _, text = cands[it]
-        c = C[it[0]]
-        A = sc.anchors[: args.anchors]
-        V = model.encode([f"{text} [SEP] {passage_text(c, a)}" for a in A],
-                         normalize_embeddings=True, batch_size=8)  # fmt: skip
-        S = c.index.part("dense").vectors(sc.rows) @ V.T
-        S[sc.rows[:, None] == np.asarray(A)[None, :]] = -1
-        best = S.max(axis=1)
-        return np.column_stack([best, best - sc.feats.X[:, FEATURES.index("cosine")]])
-
-    train_items = [it for it in cands if it[0] != E]
-    random.shuffle(train_items)
-    folds = [train_items[0::2], train_items[1::2]]
+    train_items = [it for it in cands if it[0] != E]  # the recipe's order (TRAINING)
+    shuffled = list(train_items)
+    random.Random(0).shuffle(shuffled)
+    folds = [shuffled[0::2], shuffled[1::2]]
     models_dir = Path(args.models_dir) if args.models_dir else None
     if models_dir:
         models_dir.mkdir(parents=True, exist_ok=True)
-    X_extra, models = {}, []
+    if args.backend != "torch" and models_dir is None:
+        raise SystemExit("error: --backend onnx-* needs --models-dir (the export reads a folder)")
+    models, X_extra = [], {}
     for k in range(2):
         path = models_dir / f"{E}-fold{k}" if models_dir else None
-        models.append(train(folds[1 - k], path))
-        X_extra.update({it: extra(models[k], it) for it in folds[k]})
-    held = [it for it in cands if it[0] == E]
-    X_extra.update({it: (extra(models[0], it) + extra(models[1], it)) / 2 for it in held})
+        models.append(train_encoder(pairs_of(folds[1 - k]), C, args.epochs, path))
+        if args.backend != "torch":
+            models[k] = OnnxHopEncoder(str(path), args.backend.split("-")[1])
+        cols = HopColumns([models[k]], args.anchors)
+        for it in folds[k]:
+            X_extra[it] = cols(C[it[0]].index, cands[it][2], cands[it][0])
 
-    def fit(cols):  # noqa: ANN001, ANN202
-        X = [np.column_stack([cands[it][0].feats.X, X_extra[it]])[:, cols] for it in train_items]
+    def fit(extra: bool) -> Any:
+        X = [np.column_stack([cands[it][0].feats.X, X_extra[it]]) if extra
+             else cands[it][0].feats.X for it in train_items]  # fmt: skip
         y = [np.isin(cands[it][0].rows, cands[it][1]).astype(int) for it in train_items]
-        groups = [len(cands[it][0].rows) for it in train_items]
         ranker = lgb.LGBMRanker(**LGB_PARAMS)
-        ranker.fit(np.concatenate(X), np.concatenate(y), group=groups)
+        ranker.fit(np.concatenate(X), np.concatenate(y), group=[len(x) for x in X])
         return ranker.booster_
 
-    nf = len(FEATURES)
-    results = {}
-    for label, cols in (
-        ("default features", list(range(nf))),
-        ("+ hop encoder", list(range(nf + 2))),
-    ):
-        booster, ms = fit(cols), []
-        for it in held:
-            sc, gold, _ = cands[it]
-            score = booster.predict(np.column_stack([sc.feats.X, X_extra[it]])[:, cols])
-            ids = C[E].index.corpus.ids
-            order = sc.rows[np.lexsort((sc.rows, -score))]
-            ms.append(
-                compute_all([ids[r] for r in order], C[E].dataset.questions[it[1]].gold, [2, 5, 10])
+    boosters = {"default features": (fit(False), None),
+                "+ hop encoder": (fit(True), HopColumns(models, args.anchors))}  # fmt: skip
+    pools = {"own": C[E]}
+    if E in SIZES:
+        folder, _ = grown_pool(E, data, Path(args.work))
+        pools[str(SIZES[E])] = default_index(folder.name, E, folder.parent, args.index_dir, "test")
+    results: dict[str, Any] = {}
+    for pool, pc in pools.items():
+        weight = corpus_lexical_weight(pc.index, True)
+        ids = pc.index.corpus.ids
+        rows: dict[str, list] = {}
+        for q, v in zip(pc.dataset.questions, pc.qvecs, strict=True):
+
+            def scored(found: Any, label: str, text: str = q.text, pc: Any = pc) -> Any:
+                booster, cols = boosters[label]
+                X = found.feats.X if cols is None else np.column_stack(
+                    [found.feats.X, cols(pc.index, text, found)])  # fmt: skip
+                return replace(found, scores=booster.predict(X, num_threads=1))
+
+            def chained(found: Any, label: str, pc: Any = pc) -> Any:
+                return scored(chain_round(pc.index, s, found, lambda X: np.zeros(len(X))), label)
+
+            first = score_candidates(pc.index, one, q.text, v, None)
+            r1 = {label: scored(first, label) for label in boosters}
+            runs = {f"{label}, one round": r1[label] for label in boosters}
+            runs.update({f"{label}, chain={s.chain}": chained(r1[label], label) for label in r1})
+            # the encoder in the chain round only: the first round is the default's own
+            runs[f"+ hop encoder in the chain round only, chain={s.chain}"] = chained(
+                r1["default features"], "+ hop encoder"
             )
-        results[label] = {
-            k: round(float(np.mean([m[f"recall@{k}"] for m in ms])), 3) for k in (2, 5, 10)
-        }
-        print(E, label, json.dumps(results[label]), flush=True)
+            for label, found in runs.items():
+                order = found.rows[final_order(found, weight, s.k_rrf)[0]]
+                m = compute_all([ids[r] for r in order], q.gold, [2, 5, 10])
+                rows.setdefault(label, []).append((len(q.gold), m))
+        results[pool] = {label: summary(r) for label, r in rows.items()}
+        for label, r in results[pool].items():
+            print(E, pool, label, json.dumps(r), flush=True)
+    secs = boosters["+ hop encoder"][1].seconds
+    p50 = round(1000 * statistics.median(secs), 1) if secs else None
+    report = {"held_out": E, "anchors": args.anchors, "epochs": args.epochs,
+              "backend": args.backend, "pools": results,
+              "encode_ms_p50": p50}  # fmt: skip
+    print(json.dumps({"encode_ms_p50": report["encode_ms_p50"]}))
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+
+
+def summary(rows: list) -> dict[str, Any]:
+    out: dict[str, Any] = {f"R@{k}": round(float(np.mean([m[f"recall@{k}"] for _, m in rows])), 4)
+                           for k in (2, 5, 10)}  # fmt: skip
+    by: dict[int, list[float]] = {}
+    for n, m in rows:
+        by.setdefault(n, []).append(m["recall@5"])
+    if len(by) > 1:
+        out["R@5_by_gold"] = {str(n): round(float(np.mean(v)), 4) for n, v in sorted(by.items())}
+    return out
 
 
 if __name__ == "__main__":
