@@ -64,7 +64,7 @@ from hopgraph.retrieve.multihop import (  # noqa: E402
 )
 from hopgraph.training.ranker import LGB_PARAMS  # noqa: E402
 
-NEGATIVES, TAU, MAX_LEN, BATCH = 8, 0.05, 160, 16
+NEGATIVES, TAU, BATCH = 8, 0.05, 16
 COSINE = FEATURES.index("cosine")
 
 
@@ -73,21 +73,27 @@ def passage_text(index: Any, row: int) -> str:
     return f"{p.title}. {p.text}"
 
 
-def train_encoder(pairs: list, corpora: dict, epochs: int, path: Path | None) -> Any:
+def train_encoder(pairs: list, corpora: dict, args: argparse.Namespace, path: Path | None) -> Any:
     """The query tower fine-tuned on ``pairs`` (set, hop text, target row, negative rows), or
-    the one saved at ``path``."""
+    the one saved at ``path``; its token embeddings frozen with ``args.freeze_embeddings``."""
     import torch
     from sentence_transformers import SentenceTransformer
 
     if path is not None and path.exists():
         m = SentenceTransformer(str(path), device="cpu")
-        m.max_seq_length = MAX_LEN
+        m.max_seq_length = args.max_len
         return m.eval()
     model = SentenceTransformer(resolve_model(DEFAULT_EMBEDDER), device="cpu")
-    model.max_seq_length = MAX_LEN
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-5)
+    model.max_seq_length = args.max_len
+    if args.layers:  # a smaller tower: these of MiniLM's layers, as the passage student keeps
+        from hopgraph.models.student import cut_layers
+
+        cut_layers(model[0].auto_model, [int(i) for i in args.layers.split(",")])
+    if args.freeze_embeddings:
+        model[0].auto_model.embeddings.requires_grad_(False)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=3e-5)
     rng = random.Random(0)
-    for epoch in range(epochs):
+    for epoch in range(args.epochs):
         rng.shuffle(pairs)
         model.train()
         total, t0 = 0.0, time.time()
@@ -121,10 +127,10 @@ class OnnxHopEncoder:
     """A trained hop encoder run by hopgraph's ONNX Runtime encoder (``precision`` fp32 or
     int8), with sentence-transformers' ``encode`` call."""
 
-    def __init__(self, path: str, precision: str):
+    def __init__(self, path: str, precision: str, max_len: int):
         from hopgraph.models.embedder import Embedder
 
-        self.embedder = Embedder(path, backend="onnx", precision=precision, max_seq_length=MAX_LEN)
+        self.embedder = Embedder(path, backend="onnx", precision=precision, max_seq_length=max_len)
 
     def encode(self, texts: list[str], **_: Any) -> np.ndarray:
         return self.embedder.encode(texts, batch_size=8)
@@ -171,6 +177,12 @@ def main() -> None:
     ap.add_argument("--anchors", type=int, default=3)
     ap.add_argument("--models-dir", default=None, help="keep (and reuse) the trained encoders")
     ap.add_argument("--out", default=None, help="write the results here (JSON)")
+    ap.add_argument("--max-len", type=int, default=160, help="tokens of a hop text")
+    ap.add_argument("--layers", default="", help="keep these of MiniLM's layers (e.g. 0,3,5)")
+    ap.add_argument(
+        "--freeze-embeddings", action="store_true",
+        help="train the transformer layers only (the token embeddings stay MiniLM's)",
+    )  # fmt: skip
     ap.add_argument(
         "--backend", default="torch", choices=("torch", "onnx-fp32", "onnx-int8"),
         help="run the trained encoders so for every feature (onnx: hopgraph's ONNX Runtime "
@@ -216,10 +228,15 @@ def main() -> None:
         raise SystemExit("error: --backend onnx-* needs --models-dir (the export reads a folder)")
     models, X_extra = [], {}
     for k in range(2):
-        path = models_dir / f"{E}-fold{k}" if models_dir else None
-        models.append(train_encoder(pairs_of(folds[1 - k]), C, args.epochs, path))
+        variant = (
+            ("" if args.max_len == 160 else f"-len{args.max_len}")
+            + ("-frozen" if args.freeze_embeddings else "")
+            + (f"-layers{args.layers.replace(',', '')}" if args.layers else "")
+        )
+        path = models_dir / f"{E}-fold{k}{variant}" if models_dir else None
+        models.append(train_encoder(pairs_of(folds[1 - k]), C, args, path))
         if args.backend != "torch":
-            models[k] = OnnxHopEncoder(str(path), args.backend.split("-")[1])
+            models[k] = OnnxHopEncoder(str(path), args.backend.split("-")[1], args.max_len)
         cols = HopColumns([models[k]], args.anchors)
         for it in folds[k]:
             X_extra[it] = cols(C[it[0]].index, cands[it][2], cands[it][0])
@@ -272,7 +289,9 @@ def main() -> None:
     secs = boosters["+ hop encoder"][1].seconds
     p50 = round(1000 * statistics.median(secs), 1) if secs else None
     report = {"held_out": E, "anchors": args.anchors, "epochs": args.epochs,
-              "backend": args.backend, "pools": results,
+              "backend": args.backend, "max_len": args.max_len,
+              "freeze_embeddings": args.freeze_embeddings, "layers": args.layers,
+              "pools": results,
               "encode_ms_p50": p50}  # fmt: skip
     print(json.dumps({"encode_ms_p50": report["encode_ms_p50"]}))
     if args.out:
