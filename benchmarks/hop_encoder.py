@@ -2,14 +2,18 @@
 
     .venv/bin/python benchmarks/hop_encoder.py --held-out musique --data-dir ../shared/data \
         [--epochs 2] [--anchors 3] [--models-dir WORK/hop-encoders] [--out FILE.json] \
-        [--backend torch|onnx-fp32|onnx-int8]
+        [--backend torch|onnx-fp32|onnx-int8] [--max-len 160] [--freeze-embeddings] \
+        [--layers 0,3,5]
 
 Not part of the product: it measures whether the next step is worth building. The encoder is
 the bundled MiniLM fine-tuned as a query tower only: its input is the question plus one gold
 passage (``question [SEP] title. text``), its target the fixed index vector of another gold
 passage of the same question (every ordered pair), against the first 8 non-gold candidates of
 the pipeline's first round (BM25's top first; fixed vectors; InfoNCE, temperature 0.05, AdamW
-3e-5, batch 16, 160 tokens). The index and its passage vectors do not change.
+3e-5, batch 16; ``--max-len`` tokens, 160 by default). The index and its passage vectors do
+not change. Cheaper variants: ``--freeze-embeddings`` trains the transformer layers only (a
+shipped encoder would then be its layers beside the bundled MiniLM), ``--layers`` keeps only
+those of MiniLM's layers (as the passage student does).
 
 Protocol, "set held out" as docs/benchmarks.md's default-pipeline table: the training
 questions are every entity-titled training set but ``--held-out`` (dev questions of the other
