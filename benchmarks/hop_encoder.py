@@ -127,6 +127,27 @@ def train_encoder(pairs: list, corpora: dict, args: argparse.Namespace, path: Pa
     return model
 
 
+def synthetic_chains(C: dict, s: Any, n: int, cands: dict) -> list:
+    """Up to ``n`` synthetic two-passage chains (half bridge, half comparison questions:
+    :func:`~hopgraph.training.synthetic.synthetic_questions`, seed 0) of each train set's
+    corpus, added to ``cands`` as (name, "syn", k) items for the encoders' training pairs."""
+    from hopgraph.training.synthetic import synthetic_questions
+
+    items = []
+    for name, c in C.items():
+        if not name.endswith("_train"):
+            continue
+        qs = synthetic_questions(c.index.corpus, n, seed=0, shares=(0.0, 0.5, 0.5))
+        vecs = c.index.part("dense").encode_queries([q.text for q in qs])
+        pos = c.index.corpus.position
+        for k, (q, v) in enumerate(zip(qs, vecs, strict=True)):
+            gold = [pos(g) for g in q.gold]
+            cands[(name, "syn", k)] = (score_candidates(c.index, s, q.text, v, None), gold, q.text)
+            items.append((name, "syn", k))
+    print(f"synthetic chains: {len(items)}", file=sys.stderr, flush=True)
+    return items
+
+
 class OnnxHopEncoder:
     """A trained hop encoder run by hopgraph's ONNX Runtime encoder (``precision`` fp32 or
     int8), with sentence-transformers' ``encode`` call."""
@@ -184,6 +205,11 @@ def main() -> None:
     ap.add_argument("--max-len", type=int, default=160, help="tokens of a hop text")
     ap.add_argument("--layers", default="", help="keep these of MiniLM's layers (e.g. 0,3,5)")
     ap.add_argument(
+        "--synthetic", type=int, default=0,
+        help="also train the encoders on N synthetic bridge and comparison chains of each train "
+        "set's corpus (training/synthetic.py; never the ranker)",
+    )  # fmt: skip
+    ap.add_argument(
         "--freeze-embeddings", action="store_true",
         help="train the transformer layers only (the token embeddings stay MiniLM's)",
     )  # fmt: skip
@@ -225,6 +251,7 @@ def main() -> None:
     shuffled = list(train_items)
     random.Random(0).shuffle(shuffled)
     folds = [shuffled[0::2], shuffled[1::2]]
+    synthetic = synthetic_chains(C, one, args.synthetic, cands) if args.synthetic else []
     models_dir = Path(args.models_dir) if args.models_dir else None
     if models_dir:
         models_dir.mkdir(parents=True, exist_ok=True)
@@ -236,9 +263,10 @@ def main() -> None:
             ("" if args.max_len == 160 else f"-len{args.max_len}")
             + ("-frozen" if args.freeze_embeddings else "")
             + (f"-layers{args.layers.replace(',', '')}" if args.layers else "")
+            + (f"-syn{args.synthetic}" if args.synthetic else "")
         )
         path = models_dir / f"{E}-fold{k}{variant}" if models_dir else None
-        models.append(train_encoder(pairs_of(folds[1 - k]), C, args, path))
+        models.append(train_encoder(pairs_of(folds[1 - k] + synthetic), C, args, path))
         if args.backend != "torch":
             models[k] = OnnxHopEncoder(str(path), args.backend.split("-")[1], args.max_len)
         cols = HopColumns([models[k]], args.anchors)
@@ -295,6 +323,7 @@ def main() -> None:
     report = {"held_out": E, "anchors": args.anchors, "epochs": args.epochs,
               "backend": args.backend, "max_len": args.max_len,
               "freeze_embeddings": args.freeze_embeddings, "layers": args.layers,
+              "synthetic": args.synthetic,
               "pools": results,
               "encode_ms_p50": p50}  # fmt: skip
     print(json.dumps({"encode_ms_p50": report["encode_ms_p50"]}))
