@@ -46,6 +46,19 @@ def demo_index_dir(tmp_path_factory, demo_dataset) -> Path:
 
 
 @pytest.fixture(scope="session")
+def default_index(demo_dataset):
+    """The demo corpus with the default parts and the settings detected from it, built once
+    per test session (in memory; tests must not change it)."""
+    from hopgraph.defaults import default_build
+    from hopgraph.index import Index
+
+    parts, options, detected = default_build(demo_dataset.corpus)
+    index = Index.build(demo_dataset.corpus, parts, options, progress=False)
+    index.detected = detected
+    return index
+
+
+@pytest.fixture(scope="session")
 def demo_index(demo_index_dir):
     from hopgraph.index import Index
 

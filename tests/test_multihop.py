@@ -20,14 +20,6 @@ from hopgraph.retrieve.multihop import MultihopParams, score_candidates, shared_
 from hopgraph.training.ranker import TrainingCorpus, evaluate_ranker, train
 
 
-@pytest.fixture(scope="module")
-def default_index(demo_dataset):
-    parts, options, detected = default_build(demo_dataset.corpus)
-    index = Index.build(demo_dataset.corpus, parts, options, progress=False)
-    index.detected = detected
-    return index
-
-
 def test_default_is_multihop_and_needs_three_parts():
     assert DEFAULT_METHOD == "multihop"
     assert set(DEFAULT_PARTS) == {"sparse", "dense", "entities"}

@@ -25,11 +25,8 @@ from hopgraph.training.ranker import TrainingCorpus, train, train_both
 
 
 @pytest.fixture(scope="module")
-def full_index(demo_dataset):
-    parts, options, detected = default_build(demo_dataset.corpus)
-    index = Index.build(demo_dataset.corpus, parts, options, progress=False)
-    index.detected = detected
-    return index
+def full_index(default_index):
+    return default_index
 
 
 @pytest.fixture(scope="module")

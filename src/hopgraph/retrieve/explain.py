@@ -34,6 +34,10 @@ SIGNALS: dict[str, tuple[str, tuple[str, ...]]] = {
         "shares rare entities with a best passage so far",
         ("anchor_shared", "gcs_lift"),
     ),
+    "hop_encoder": (
+        "reads as the next hop after a best passage so far (the hop encoder)",
+        ("hop_encoder", "hop_encoder_gain"),
+    ),
 }
 
 
@@ -54,6 +58,7 @@ def explain_hits(
         by_signal = {
             key: float(sum(contrib[j, ranker.features.index(f)] for f in feats))
             for key, (_, feats) in SIGNALS.items()
+            if feats[0] in ranker.features  # the hop encoder's: with hop_encoder on only
         }
         lifted = [k for k, v in sorted(by_signal.items(), key=lambda kv: -kv[1]) if v > 0][:3]
         path, route = _path(index, found, row, x)

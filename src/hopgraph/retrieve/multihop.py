@@ -22,6 +22,11 @@ Without passage vectors (no dense part: sparse and entities only, or a staged bu
 encoding them) every dense signal is absent, ranker models fitted so rank the candidates, and
 BM25's weight goes by corpus kind (:data:`NO_VECTORS_LEXICAL`).
 
+Two switches, off by default, cost more: ``rerank=N`` (the packaged cross-encoder over the top
+N) and ``hop_encoder`` (a trained query tower reads the question with each round's top passages
+and adds two features, :mod:`hopgraph.models.hop_encoder`; comparison questions keep the
+default's ranking, :mod:`hopgraph.text.questions`).
+
 Passages outside the candidates follow in RRF order, so any ``k`` is answered. Explanations
 name the signals that lifted each hit, in words (:mod:`hopgraph.retrieve.explain`).
 """
@@ -38,6 +43,7 @@ from hopgraph.config import in_unit_interval, option, positive
 from hopgraph.errors import ConfigError
 from hopgraph.index import Index
 from hopgraph.index.profile import LEXICAL_GAP, lexical_weight
+from hopgraph.models.hop_encoder import Columns
 from hopgraph.models.ranker import RankerSet, load_ranker, ranker_kind
 from hopgraph.retrieve.base import Retriever, allowed_rows
 from hopgraph.retrieve.hop_features import (
@@ -58,6 +64,7 @@ from hopgraph.retrieve.hop_features import (
 from hopgraph.retrieve.model_search import PairCache, mixed_model_search
 from hopgraph.retrieve.operators import filtered_rrf, reciprocal_rank_fusion
 from hopgraph.retrieve.ranking import Ranking
+from hopgraph.text.questions import is_comparison
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,14 @@ class MultihopParams:
         "link) scores at least the mean of the two cross-encoder scores",
     )
     rerank_model: str = option("", "cross-encoder for rerank (empty: the packaged reranker)")
+    hop_encoder: bool = option(
+        False,
+        "a trained hop query encoder reads the question with each round's top passages and "
+        "gives the ranker two more features (is this the next hop?); on corpora with entity-name "
+        "titles and passage vectors, comparison questions keep the default's ranking; costs "
+        "75-130 ms more a search on 2 cores and ~450 MB (docs/benchmarks.md)",
+    )
+    hop_encoder_model: str = option("", "hop encoder folder (empty: the packaged one)")
     lexical_weight: float = option(
         -1.0,
         "weight of BM25's ranking fused (RRF) with the ranker's; -1: from the index's corpus "
@@ -159,26 +174,41 @@ def score_candidates(
     qvec: np.ndarray,
     scorer: Callable[[np.ndarray], np.ndarray] | None,
     fh: FirstHop | None = None,
+    extra: Columns | None = None,
 ) -> Scored:
     """First hop (``fh`` when already computed), anchors, bridge pages, rewritten queries,
     features, and ``scorer``'s scores of every candidate of ``query`` (zeros without a scorer:
     training collects features); then, with a scorer and ``s.chain``, the chain round
-    (:func:`chain_round`)."""
+    (:func:`chain_round`). ``extra``: more feature columns, from each round's candidates and
+    anchors (the hop encoder's), appended to the features the scorer reads."""
     fh = fh if fh is not None else first_hop(index, s, query, qvec)
     anchors = first_anchors(fh, s.anchors)
     via = bridges(index, s, anchors)
     rw = rewrites(index, s, fh, anchors)
     rows = list(dict.fromkeys([*first_candidates(fh, s), *via, *rw.top(s.rewrite_k)]))
     rows_a = np.asarray(rows, np.int64)
-    hf = features(index, s, fh, rows_a, anchors, via, rw)
+    hf = widened(features(index, s, fh, rows_a, anchors, via, rw), rows_a, anchors, extra)
     if scorer is None:
         return Scored(fh, rows_a, hf, np.zeros(len(rows_a)), anchors, rw)
     first = Scored(fh, rows_a, hf, np.asarray(scorer(hf.X), np.float64), anchors, rw)
-    return chain_round(index, s, first, scorer) if s.chain > 0 else first
+    return chain_round(index, s, first, scorer, extra) if s.chain > 0 else first
+
+
+def widened(
+    hf: HopFeatures, rows: np.ndarray, anchors: list[int], extra: Columns | None
+) -> HopFeatures:
+    """``hf`` with ``extra``'s columns after the :data:`FEATURES` ones (unchanged without)."""
+    if extra is None:
+        return hf
+    return replace(hf, X=np.column_stack([hf.X, extra(rows, anchors, hf.X)]))
 
 
 def chain_round(
-    index: Index, s: HopSettings, first: Scored, scorer: Callable[[np.ndarray], np.ndarray]
+    index: Index,
+    s: HopSettings,
+    first: Scored,
+    scorer: Callable[[np.ndarray], np.ndarray],
+    extra: Columns | None = None,
 ) -> Scored:
     """The next hop anchored on the ranker's own top ``s.chain`` candidates (a passage the first
     round ranks high is often the second hop, whose entities lead to the third): their bridge
@@ -189,7 +219,7 @@ def chain_round(
     top = first.rows[np.lexsort((first.rows, -first.scores))[: s.chain]].tolist()
     via = bridges(index, s, top)
     rows = np.asarray(list(dict.fromkeys([*first.rows.tolist(), *via])), np.int64)
-    hf = features(index, s, first.fh, rows, top, via, first.rewrites)
+    hf = widened(features(index, s, first.fh, rows, top, via, first.rewrites), rows, top, extra)
     scores = np.asarray(scorer(hf.X), np.float64)
     return Scored(first.fh, rows, hf, scores, top, first.rewrites, first)
 
@@ -221,6 +251,15 @@ class MultihopRetriever(Retriever):
         self.lexical = params.lexical_weight
         if self.lexical < 0:  # from the corpus (its profile measured now if it has none)
             self.lexical = corpus_lexical_weight(index, self.vectors, params.lexical_gap)
+        self.hop = None  # the hop encoder, where the switch is on and it applies to this index
+        self.hop_off = "" if params.hop_encoder else "off"
+        if params.hop_encoder and kind != "entity_titles":
+            self.hop_off = ("no passage vectors" if not self.vectors
+                            else "corpus titles are not entity names")  # fmt: skip
+        elif params.hop_encoder:
+            from hopgraph.models.hop_encoder import load_hop_encoder
+
+            self.hop = load_hop_encoder(params.hop_encoder_model)
         self.cross_encoder = None
         if params.rerank:
             from hopgraph.models.rerankers import load_cross_encoder
@@ -244,7 +283,12 @@ class MultihopRetriever(Retriever):
         return self._rank(query, k, first_hop(self.index, self.settings, query, qvec))
 
     def _rank(self, query: str, k: int, fh: FirstHop) -> Ranking:
-        last = score_candidates(self.index, self.settings, query, fh.qvec, self.ranker.score, fh)
+        ranker, extra, hop = self.ranker, None, self.hop_off
+        if self.hop is not None and is_comparison(query):
+            hop = "comparison question: the default's ranking"
+        elif self.hop is not None:
+            ranker, extra, hop = self.hop.ranker, self.hop.columns(self.index, query), "on"
+        last = score_candidates(self.index, self.settings, query, fh.qvec, ranker.score, fh, extra)
         order, final = final_order(last, self.lexical, self.params.k_rrf)
         allowed = allowed_rows()
         if allowed is not None:  # a metadata filter: the candidates that match, in order
@@ -282,7 +326,7 @@ class MultihopRetriever(Retriever):
         def explain() -> list[dict[str, Any]]:
             from hopgraph.retrieve.explain import explain_hits, note_lexical, note_rerank
 
-            hits = explain_hits(self.index, self.ranker, last, picked, len(rows))
+            hits = explain_hits(self.index, ranker, last, picked, len(rows))
             if self.lexical > 0:
                 note_lexical(hits, last, picked, self.lexical)
             for place, (hit, row) in enumerate(zip(hits, rows.tolist(), strict=True), 1):
@@ -294,6 +338,8 @@ class MultihopRetriever(Retriever):
         info = {"candidates": int(len(last.rows)), "anchors": len(first.anchors),
                 "chain_anchors": len(last.anchors) if last.before is not None else 0,
                 "lexical_weight": round(self.lexical, 4)}  # fmt: skip
+        if hop != "off":
+            info["hop_encoder"] = hop
         return self._ranking(query, rows, scores, explain, info)
 
     def _rescored(
