@@ -1,19 +1,24 @@
-"""Experiment (issues 17 and 37): does a trained hop *query* encoder add to the default?
+"""The hop *query* encoder (issues 17 and 37): measured set held out, and built for the package.
 
     .venv/bin/python benchmarks/hop_encoder.py --held-out musique --data-dir ../shared/data \
         [--epochs 2] [--anchors 3] [--models-dir WORK/hop-encoders] [--out FILE.json] \
         [--backend torch|onnx-fp32|onnx-int8] [--max-len 160] [--freeze-embeddings] \
-        [--layers 0,3,5]
+        [--layers 0,3,5] [--synthetic N] [--gate]
+    .venv/bin/python benchmarks/hop_encoder.py --ship src/hopgraph/models/hop-encoder \
+        --freeze-embeddings --gate --data-dir ../shared/data --models-dir WORK   # make hop-encoder
 
-Not part of the product: it measures whether the next step is worth building. The encoder is
-the bundled MiniLM fine-tuned as a query tower only: its input is the question plus one gold
-passage (``question [SEP] title. text``), its target the fixed index vector of another gold
-passage of the same question (every ordered pair), against the first 8 non-gold candidates of
-the pipeline's first round (BM25's top first; fixed vectors; InfoNCE, temperature 0.05, AdamW
-3e-5, batch 16; ``--max-len`` tokens, 160 by default). The index and its passage vectors do
-not change. Cheaper variants: ``--freeze-embeddings`` trains the transformer layers only (a
-shipped encoder would then be its layers beside the bundled MiniLM), ``--layers`` keeps only
-those of MiniLM's layers (as the passage student does).
+With ``--ship`` no set is held out: the ranker is fitted on every set's out-of-fold features
+(with ``--gate``, on its chain questions only), the encoder trained on every set's chains, and
+both written as the hop encoder folder behind ``multihop``'s ``hop_encoder`` switch
+(:mod:`hopgraph.models.hop_encoder`; training: :mod:`hopgraph.training.hop_encoder`). Otherwise
+it measures. The encoder is the bundled MiniLM fine-tuned as a query tower only: its input is
+the question plus one gold passage (``question [SEP] title. text``), its target the fixed index
+vector of another gold passage of the same question (every ordered pair), against the first 8
+non-gold candidates of the pipeline's first round (BM25's top first; fixed vectors; InfoNCE,
+temperature 0.05, AdamW 3e-5, batch 16; ``--max-len`` tokens, 160 by default). The index and
+its passage vectors do not change. Cheaper variants: ``--freeze-embeddings`` trains the
+transformer layers only (the shipped form: its layers beside the bundled MiniLM),
+``--layers`` keeps only those of MiniLM's layers (as the passage student does).
 
 Protocol, "set held out" as docs/benchmarks.md's default-pipeline table: the training
 questions are every entity-titled training set but ``--held-out`` (dev questions of the other
@@ -33,13 +38,14 @@ encoder's features in the chain round only (the first round is the default's own
 is the default's (``final_order``: BM25 fused where the corpus profile says so). Also the
 encoder's cost: the median time to encode one round's ``--anchors`` hop texts, run as
 ``--backend`` says (PyTorch fp32 as trained, or hopgraph's ONNX Runtime encoder in fp32 or
-int8, for the training features too).
+int8, for the training features too). With ``--gate``, also rows where a comparison question
+(:func:`hopgraph.text.questions.is_comparison`) keeps the default's ranking, with the ranker
+fitted on every question or on the chain questions only ("(chains)").
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import random
@@ -58,7 +64,8 @@ from realistic_pools import SIZES, grown_pool  # noqa: E402
 
 from hopgraph.eval.metrics import compute_all  # noqa: E402
 from hopgraph.models.embedder import DEFAULT_EMBEDDER, resolve_model  # noqa: E402
-from hopgraph.retrieve.hop_features import FEATURES, corpus_kind  # noqa: E402
+from hopgraph.models.hop_encoder import ANCHORS, hop_columns, hop_text  # noqa: E402
+from hopgraph.retrieve.hop_features import corpus_kind  # noqa: E402
 from hopgraph.retrieve.multihop import (  # noqa: E402
     MultihopParams,
     chain_round,
@@ -66,62 +73,23 @@ from hopgraph.retrieve.multihop import (  # noqa: E402
     final_order,
     score_candidates,
 )
+from hopgraph.text.questions import is_comparison  # noqa: E402
+from hopgraph.training.hop_encoder import chain_pairs, train_hop_encoder  # noqa: E402
 from hopgraph.training.ranker import LGB_PARAMS  # noqa: E402
 
-NEGATIVES, TAU, BATCH = 8, 0.05, 16
-COSINE = FEATURES.index("cosine")
 
-
-def passage_text(index: Any, row: int) -> str:
-    p = index.corpus[row]
-    return f"{p.title}. {p.text}"
-
-
-def train_encoder(pairs: list, corpora: dict, args: argparse.Namespace, path: Path | None) -> Any:
-    """The query tower fine-tuned on ``pairs`` (set, hop text, target row, negative rows), or
-    the one saved at ``path``; its token embeddings frozen with ``args.freeze_embeddings``."""
-    import torch
+def encoder(pairs: list, args: argparse.Namespace, path: Path | None) -> Any:
+    """The hop encoder saved at ``path``, or one trained on ``pairs`` (and saved there)."""
     from sentence_transformers import SentenceTransformer
 
     if path is not None and path.exists():
         m = SentenceTransformer(str(path), device="cpu")
         m.max_seq_length = args.max_len
         return m.eval()
-    model = SentenceTransformer(resolve_model(DEFAULT_EMBEDDER), device="cpu")
-    model.max_seq_length = args.max_len
-    if args.layers:  # a smaller tower: these of MiniLM's layers, as the passage student keeps
-        from hopgraph.models.student import cut_layers
-
-        cut_layers(model[0].auto_model, [int(i) for i in args.layers.split(",")])
-    if args.freeze_embeddings:
-        model[0].auto_model.embeddings.requires_grad_(False)
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=3e-5)
-    rng = random.Random(0)
-    for epoch in range(args.epochs):
-        rng.shuffle(pairs)
-        model.train()
-        total, t0 = 0.0, time.time()
-        for lo in range(0, len(pairs), BATCH):
-            batch = pairs[lo : lo + BATCH]
-            hq = model(model.tokenize([b[1] for b in batch]))["sentence_embedding"]
-            hq = torch.nn.functional.normalize(hq, dim=-1)
-            targets = np.stack(
-                [
-                    corpora[n].index.part("dense").vectors(np.asarray([t, *ng]))
-                    for n, _, t, ng in batch
-                ]  # fmt: skip
-            )
-            logits = torch.einsum("bd,bkd->bk", hq, torch.from_numpy(targets)) / TAU
-            loss = torch.nn.functional.cross_entropy(
-                logits, torch.zeros(len(batch), dtype=torch.long)
-            )
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * len(batch)
-        print(f"epoch {epoch}: {len(pairs)} pairs, loss {total / len(pairs):.3f}, "
-              f"{time.time() - t0:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
-    model.eval()
+    layers = [int(i) for i in args.layers.split(",")] if args.layers else []
+    model = train_hop_encoder(pairs, model=resolve_model(DEFAULT_EMBEDDER), epochs=args.epochs,
+                              max_len=args.max_len, freeze_embeddings=args.freeze_embeddings,
+                              layers=layers)  # fmt: skip
     if path is not None:
         model.save(str(path))
     return model
@@ -172,23 +140,19 @@ class HopColumns:
 
     def __call__(self, index: Any, text: str, found: Any) -> np.ndarray:
         A = [int(a) for a in found.anchors[: self.anchors]]
-        R = index.part("dense").vectors(found.rows)
         out = np.zeros((len(found.rows), 2))
         for k, model in enumerate(self.models):
             todo = [a for a in A if (id(index), text, k, a) not in self.vecs]
             if todo:
                 t0 = time.perf_counter()
-                V = model.encode([f"{text} [SEP] {passage_text(index, a)}" for a in todo],
+                V = model.encode([hop_text(index.corpus, text, a) for a in todo],
                                  normalize_embeddings=True, batch_size=8)  # fmt: skip
                 if k == 0 and len(todo) == len(A):
                     self.seconds.append(time.perf_counter() - t0)
                 for a, v in zip(todo, V, strict=True):
                     self.vecs[(id(index), text, k, a)] = v
-            V = np.stack([self.vecs[(id(index), text, k, a)] for a in A])
-            S = R @ V.T
-            S[found.rows[:, None] == np.asarray(A)[None, :]] = -1
-            best = S.max(axis=1)
-            out += np.column_stack([best, best - found.feats.X[:, COSINE]])
+            hops = [self.vecs[(id(index), text, k, a)] for a in A]
+            out += hop_columns(index.part("dense"), found.rows, A, hops, found.feats.X)
         return out / len(self.models)
 
 
@@ -210,6 +174,16 @@ def main() -> None:
         "set's corpus (training/synthetic.py; never the ranker)",
     )  # fmt: skip
     ap.add_argument(
+        "--ship", default=None, metavar="FOLDER",
+        help="hold no set out: fit the ranker on every set's out-of-fold features (with --gate: "
+        "its chain questions only), train the encoder on every set's chains and write a hop "
+        "encoder folder (multihop's hop_encoder; needs --freeze-embeddings)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--gate", action="store_true",
+        help="also rows where a comparison question (is_comparison) keeps the default's ranking",
+    )  # fmt: skip
+    ap.add_argument(
         "--freeze-embeddings", action="store_true",
         help="train the transformer layers only (the token embeddings stay MiniLM's)",
     )  # fmt: skip
@@ -219,6 +193,10 @@ def main() -> None:
         "encoder, its int8 copy as dense.precision=int8 makes it; needs --models-dir)",
     )  # fmt: skip
     args = ap.parse_args()
+    if args.ship and not (args.freeze_embeddings and args.backend == "torch" and not args.layers
+                          and args.anchors == ANCHORS):  # fmt: skip
+        raise SystemExit("error: --ship needs --freeze-embeddings, --backend torch, every layer "
+                         f"and --anchors {ANCHORS} (the shipped encoder's form)")  # fmt: skip
 
     import lightgbm as lgb
     import torch
@@ -228,7 +206,7 @@ def main() -> None:
     data = Path(args.data_dir)
     sets = [default_index(n, f, data, args.index_dir, split) for n, split, f in TRAINING]
     C = {c.name: c for c in sets if corpus_kind(c.index) == "entity_titles"}
-    E = args.held_out
+    E = "" if args.ship else args.held_out
     s = MultihopParams().settings()
     one = replace(s, chain=0)
     cands = {}  # (set, question) → (first round's candidates, gold rows, question text)
@@ -237,15 +215,8 @@ def main() -> None:
             cands[(n, qi)] = (score_candidates(c.index, one, q.text, v, None), list(g), q.text)
 
     def pairs_of(items: list) -> list:
-        out = []
-        for it in items:
-            sc, gold, text = cands[it]
-            negs = [int(r) for r in sc.rows if int(r) not in set(gold)][:NEGATIVES]
-            if len(negs) < NEGATIVES:
-                continue
-            for a, b in itertools.permutations(gold, 2):
-                out.append((it[0], f"{text} [SEP] {passage_text(C[it[0]].index, a)}", b, negs))
-        return out
+        return [p for it in items for p in chain_pairs(C[it[0]].index, cands[it][2], cands[it][1],
+                                                         cands[it][0].rows)]  # fmt: skip
 
     train_items = [it for it in cands if it[0] != E]  # the recipe's order (TRAINING)
     shuffled = list(train_items)
@@ -265,24 +236,33 @@ def main() -> None:
             + (f"-layers{args.layers.replace(',', '')}" if args.layers else "")
             + (f"-syn{args.synthetic}" if args.synthetic else "")
         )
-        path = models_dir / f"{E}-fold{k}{variant}" if models_dir else None
-        models.append(train_encoder(pairs_of(folds[1 - k] + synthetic), C, args, path))
+        path = models_dir / f"{E or 'all'}-fold{k}{variant}" if models_dir else None
+        models.append(encoder(pairs_of(folds[1 - k] + synthetic), args, path))
         if args.backend != "torch":
             models[k] = OnnxHopEncoder(str(path), args.backend.split("-")[1], args.max_len)
         cols = HopColumns([models[k]], args.anchors)
         for it in folds[k]:
             X_extra[it] = cols(C[it[0]].index, cands[it][2], cands[it][0])
 
-    def fit(extra: bool) -> Any:
+    def fit(extra: bool, chains_only: bool = False) -> Any:
+        items = [it for it in train_items if not (chains_only and is_comparison(cands[it][2]))]
         X = [np.column_stack([cands[it][0].feats.X, X_extra[it]]) if extra
-             else cands[it][0].feats.X for it in train_items]  # fmt: skip
-        y = [np.isin(cands[it][0].rows, cands[it][1]).astype(int) for it in train_items]
+             else cands[it][0].feats.X for it in items]  # fmt: skip
+        y = [np.isin(cands[it][0].rows, cands[it][1]).astype(int) for it in items]
         ranker = lgb.LGBMRanker(**LGB_PARAMS)
         ranker.fit(np.concatenate(X), np.concatenate(y), group=[len(x) for x in X])
         return ranker.booster_
 
     boosters = {"default features": (fit(False), None),
                 "+ hop encoder": (fit(True), HopColumns(models, args.anchors))}  # fmt: skip
+    if args.gate:  # fitted on the chain questions only, for the gated rows
+        boosters["+ hop encoder (chains)"] = (fit(True, True), boosters["+ hop encoder"][1])
+    if args.ship:  # the ranker: fitted on the chain questions only with --gate
+        pairs = pairs_of(train_items + synthetic)
+        label = "+ hop encoder (chains)" if args.gate else "+ hop encoder"
+        ranked = [it for it in train_items if not (args.gate and is_comparison(cands[it][2]))]
+        ship(Path(args.ship), args, pairs, boosters[label][0], train_items, ranked)
+        return
     pools = {"own": C[E]}
     if E in SIZES:
         folder, _ = grown_pool(E, data, Path(args.work))
@@ -311,6 +291,16 @@ def main() -> None:
             runs[f"+ hop encoder in the chain round only, chain={s.chain}"] = chained(
                 r1["default features"], "+ hop encoder"
             )
+            if args.gate:  # a comparison keeps the default's ranking, a chain gets the encoder
+                only = f"in the chain round only, chain={s.chain}"
+                runs[f"+ hop encoder (chains) {only}"] = chained(
+                    r1["default features"], "+ hop encoder (chains)"
+                )
+                default = runs[f"default features, chain={s.chain}"]
+                for label in (f"+ hop encoder, chain={s.chain}", f"+ hop encoder {only}",
+                              f"+ hop encoder (chains), chain={s.chain}",
+                              f"+ hop encoder (chains) {only}"):  # fmt: skip
+                    runs[f"{label}, gated"] = default if is_comparison(q.text) else runs[label]
             for label, found in runs.items():
                 order = found.rows[final_order(found, weight, s.k_rrf)[0]]
                 m = compute_all([ids[r] for r in order], q.gold, [2, 5, 10])
@@ -329,6 +319,58 @@ def main() -> None:
     print(json.dumps({"encode_ms_p50": report["encode_ms_p50"]}))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+
+
+def ship(
+    folder: Path, args: argparse.Namespace, pairs: list, booster: Any, items: list, ranked: list
+) -> None:
+    """Train the shipped encoder on every set's chains (the questions ``items``) and write it
+    with ``booster`` (fitted on the questions ``ranked``, on the out-of-fold features of two
+    half-trained encoders) as a hop encoder folder."""
+    import lightgbm as lgb
+
+    from hopgraph.training.hop_encoder import BATCH, LR, NEGATIVES, TAU, save_hop_encoder
+
+    def count(its: list) -> dict[str, int]:
+        return {n: sum(1 for it in its if it[0] == n) for n in dict.fromkeys(i[0] for i in its)}
+
+    questions = count(items)
+    model = train_hop_encoder(pairs, model=resolve_model(DEFAULT_EMBEDDER), epochs=args.epochs,
+                              max_len=args.max_len, freeze_embeddings=True)  # fmt: skip
+    layers = list(range(model[0].auto_model.config.num_hidden_layers))
+    card = {
+        "config": {
+            "teacher": DEFAULT_EMBEDDER,
+            "layers": layers,
+            "max_seq_length": args.max_len,
+            "epochs": args.epochs,
+            "lr": LR,
+            "batch_size": BATCH,
+            "temperature": TAU,
+            "negatives": NEGATIVES,
+            "seed": 0,
+            "freeze_embeddings": True,
+            "anchors": ANCHORS,
+            "synthetic": args.synthetic,
+        },  # fmt: skip
+        "sources": questions,
+        "train_pairs": len(pairs),
+        "made_by": "make hop-encoder (benchmarks/hop_encoder.py --ship FOLDER --freeze-embeddings "
+        "--gate)",
+    }
+    meta = {
+        "trained_on": count(ranked),
+        "questions": (
+            "chain questions only: comparisons (text/questions.py) keep the default ranker"
+            if args.gate
+            else "every question"
+        ),
+        "features": "out of fold: each half's hop features from an encoder trained on the other",
+        "lightgbm": {"version": lgb.__version__, **LGB_PARAMS},
+    }
+    out = save_hop_encoder(folder, model, booster, card, meta)
+    print(f"hop encoder written to {out} ({len(pairs)} pairs, {sum(questions.values())} "
+          "questions)", flush=True)  # fmt: skip
 
 
 def summary(rows: list) -> dict[str, Any]:
