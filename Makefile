@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.hopgraph-installed
 DATA ?= $(abspath ../shared/data)
 
-.PHONY: install demo test lint bench clean package chromium reranker student
+.PHONY: install demo test lint bench clean package chromium reranker student hop-encoder
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -49,7 +49,10 @@ package: $(STAMP)
 	cd $(PKG_VENV) && ./bin/hopgraph demo --workdir $(PKG_VENV)/demo
 	cd $(PKG_VENV) && ./bin/python -c "from hopgraph.models.student import BUNDLED_STUDENT, \
 	    student_meta; student_meta(BUNDLED_STUDENT)"
-	@echo "package: the wheel installs in a fresh venv, runs hopgraph demo, carries the student"
+	cd $(PKG_VENV) && ./bin/python -c "from hopgraph.models.hop_encoder import load_hop_encoder; \
+	    load_hop_encoder()"
+	@echo "package: the wheel installs in a fresh venv, runs hopgraph demo, carries the student \
+	    and the hop encoder"
 
 # Rebuild the packaged reranker (src/hopgraph/models/reranker): train a 4-layer MiniLM
 # cross-encoder on the training splits plus synthetic questions from their corpora, then
@@ -68,6 +71,16 @@ reranker: $(STAMP)
 # minutes on 2 cores; bit for bit the same on one machine.
 student: $(STAMP)
 	PYTHONPATH=src $(PY) benchmarks/student_encoder.py train --data-dir $(DATA)
+
+# Rebuild the packaged hop encoder (src/hopgraph/models/hop-encoder) behind multihop's
+# hop_encoder switch: MiniLM's layers trained on the gold chains of every dev and train set,
+# embeddings frozen, with the ranker fitted on out-of-fold hop features of the chain questions
+# (docs/methods.md, "The hop encoder switch"). About 25 minutes on 2 cores.
+HOP_WORK ?= $(CURDIR)/build/hop-encoder
+hop-encoder: $(STAMP)
+	HOPGRAPH_CACHE=$${HOPGRAPH_CACHE:-$(CURDIR)/.hopgraph-cache} PYTHONPATH=src $(PY) \
+	    benchmarks/hop_encoder.py --ship src/hopgraph/models/hop-encoder --freeze-embeddings \
+	    --gate --data-dir $(DATA) --models-dir $(HOP_WORK)
 
 bench: $(STAMP)
 	$(PY) benchmarks/base.py --data-dir $(DATA)
