@@ -51,8 +51,7 @@ package: $(STAMP)
 	    student_meta; student_meta(BUNDLED_STUDENT)"
 	cd $(PKG_VENV) && ./bin/python -c "from hopgraph.models.hop_encoder import load_hop_encoder; \
 	    load_hop_encoder()"
-	@echo "package: the wheel installs in a fresh venv, runs hopgraph demo, carries the student \
-	    and the hop encoder"
+	@echo "package: the wheel installs, runs hopgraph demo, carries the student and hop encoder"
 
 # Rebuild the packaged reranker (src/hopgraph/models/reranker): train a 4-layer MiniLM
 # cross-encoder on the training splits plus synthetic questions from their corpora, then
