@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/hop_encoder.py --held-out musique --data-dir ../shared/data \
         [--epochs 2] [--anchors 3] [--models-dir WORK/hop-encoders] [--out FILE.json] \
         [--backend torch|onnx-fp32|onnx-int8] [--max-len 160] [--freeze-embeddings] \
-        [--layers 0,3,5] [--synthetic N] [--gate]
+        [--layers 0,3,5] [--synthetic N] [--gate] [--bf16] [--seed N] [--synthetic-bridges]
     .venv/bin/python benchmarks/hop_encoder.py --ship src/hopgraph/models/hop-encoder \
         --freeze-embeddings --gate --data-dir ../shared/data --models-dir WORK   # make hop-encoder
 
@@ -40,7 +40,10 @@ encoder's cost: the median time to encode one round's ``--anchors`` hop texts, r
 ``--backend`` says (PyTorch fp32 as trained, or hopgraph's ONNX Runtime encoder in fp32 or
 int8, for the training features too). With ``--gate``, also rows where a comparison question
 (:func:`hopgraph.text.questions.is_comparison`) keeps the default's ranking, with the ranker
-fitted on every question or on the chain questions only ("(chains)").
+fitted on every question or on the chain questions only ("(chains)"). With ``--gate
+--bf16``, also the shipped form's rows ("(chains), bf16") with the encoders run in bf16 for the
+evaluated questions (the ranker's training features stay fp32), as ``multihop``'s
+``hop_encoder_precision=auto`` runs the shipped encoder on a CPU with native bf16.
 """
 
 from __future__ import annotations
@@ -89,23 +92,27 @@ def encoder(pairs: list, args: argparse.Namespace, path: Path | None) -> Any:
     layers = [int(i) for i in args.layers.split(",")] if args.layers else []
     model = train_hop_encoder(pairs, model=resolve_model(DEFAULT_EMBEDDER), epochs=args.epochs,
                               max_len=args.max_len, freeze_embeddings=args.freeze_embeddings,
-                              layers=layers)  # fmt: skip
+                              layers=layers, seed=args.seed)  # fmt: skip
     if path is not None:
         model.save(str(path))
     return model
 
 
-def synthetic_chains(C: dict, s: Any, n: int, cands: dict) -> list:
-    """Up to ``n`` synthetic two-passage chains (half bridge, half comparison questions:
-    :func:`~hopgraph.training.synthetic.synthetic_questions`, seed 0) of each train set's
-    corpus, added to ``cands`` as (name, "syn", k) items for the encoders' training pairs."""
+def synthetic_chains(
+    C: dict, s: Any, n: int, cands: dict, held_out: str = "", bridges_only: bool = False
+) -> list:
+    """Up to ``n`` synthetic two-passage chains (half bridge, half comparison questions, or
+    bridge questions only: :func:`~hopgraph.training.synthetic.synthetic_questions`, seed 0) of
+    each train set's corpus but ``held_out``'s, added to ``cands`` as (name, "syn", k) items for
+    the encoders' training pairs."""
     from hopgraph.training.synthetic import synthetic_questions
 
+    shares = (0.0, 1.0, 0.0) if bridges_only else (0.0, 0.5, 0.5)
     items = []
     for name, c in C.items():
-        if not name.endswith("_train"):
+        if not name.endswith("_train") or name == held_out:
             continue
-        qs = synthetic_questions(c.index.corpus, n, seed=0, shares=(0.0, 0.5, 0.5))
+        qs = synthetic_questions(c.index.corpus, n, seed=0, shares=shares)
         vecs = c.index.part("dense").encode_queries([q.text for q in qs])
         pos = c.index.corpus.position
         for k, (q, v) in enumerate(zip(qs, vecs, strict=True)):
@@ -127,6 +134,27 @@ class OnnxHopEncoder:
 
     def encode(self, texts: list[str], **_: Any) -> np.ndarray:
         return self.embedder.encode(texts, batch_size=8)
+
+
+class Bf16HopEncoder:
+    """A trained hop encoder run with bf16 weights and activations, as hopgraph's
+    :class:`~hopgraph.models.embedder.Embedder` runs ``precision="bf16"`` (vectors renormalised
+    in float32), with sentence-transformers' ``encode`` call."""
+
+    def __init__(self, model: Any):
+        import copy
+
+        import torch
+
+        self.model = copy.deepcopy(model).to(torch.bfloat16).eval()
+
+    def encode(self, texts: list[str], **_: Any) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            emb = self.model.encode(texts, batch_size=8, convert_to_tensor=True)
+        out = emb.float().cpu().numpy()
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 
 class HopColumns:
@@ -171,7 +199,11 @@ def main() -> None:
     ap.add_argument(
         "--synthetic", type=int, default=0,
         help="also train the encoders on N synthetic bridge and comparison chains of each train "
-        "set's corpus (training/synthetic.py; never the ranker)",
+        "set's corpus but the held-out one's (training/synthetic.py; never the ranker)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--synthetic-bridges", action="store_true",
+        help="with --synthetic: bridge chains only (with --gate comparisons keep the default)",
     )  # fmt: skip
     ap.add_argument(
         "--ship", default=None, metavar="FOLDER",
@@ -192,7 +224,21 @@ def main() -> None:
         help="run the trained encoders so for every feature (onnx: hopgraph's ONNX Runtime "
         "encoder, its int8 copy as dense.precision=int8 makes it; needs --models-dir)",
     )  # fmt: skip
+    ap.add_argument(
+        "--seed", type=int, default=0,
+        help="the encoders' training draw (pair order and dropout; the folds stay seed 0's)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--bf16", action="store_true",
+        help="with --gate: also the shipped form with the encoders run in bf16 for the evaluated "
+        "questions (as hop_encoder_precision=auto on a CPU with native bf16; the ranker's "
+        "training features stay fp32)",
+    )  # fmt: skip
     args = ap.parse_args()
+    if args.bf16 and not (args.gate and args.backend == "torch"):
+        raise SystemExit("error: --bf16 needs --gate and --backend torch")
+    if args.ship and args.seed:
+        raise SystemExit("error: --ship trains with seed 0 (the shipped encoder's draw)")
     if args.ship and not (args.freeze_embeddings and args.backend == "torch" and not args.layers
                           and args.anchors == ANCHORS):  # fmt: skip
         raise SystemExit("error: --ship needs --freeze-embeddings, --backend torch, every layer "
@@ -222,7 +268,8 @@ def main() -> None:
     shuffled = list(train_items)
     random.Random(0).shuffle(shuffled)
     folds = [shuffled[0::2], shuffled[1::2]]
-    synthetic = synthetic_chains(C, one, args.synthetic, cands) if args.synthetic else []
+    synthetic = (synthetic_chains(C, one, args.synthetic, cands, E, args.synthetic_bridges)
+                 if args.synthetic else [])  # fmt: skip
     models_dir = Path(args.models_dir) if args.models_dir else None
     if models_dir:
         models_dir.mkdir(parents=True, exist_ok=True)
@@ -235,6 +282,8 @@ def main() -> None:
             + ("-frozen" if args.freeze_embeddings else "")
             + (f"-layers{args.layers.replace(',', '')}" if args.layers else "")
             + (f"-syn{args.synthetic}" if args.synthetic else "")
+            + ("b" if args.synthetic and args.synthetic_bridges else "")
+            + (f"-seed{args.seed}" if args.seed else "")
         )
         path = models_dir / f"{E or 'all'}-fold{k}{variant}" if models_dir else None
         models.append(encoder(pairs_of(folds[1 - k] + synthetic), args, path))
@@ -257,6 +306,9 @@ def main() -> None:
                 "+ hop encoder": (fit(True), HopColumns(models, args.anchors))}  # fmt: skip
     if args.gate:  # fitted on the chain questions only, for the gated rows
         boosters["+ hop encoder (chains)"] = (fit(True, True), boosters["+ hop encoder"][1])
+    if args.bf16:  # the same ranker over features of the encoders run in bf16
+        bf16 = HopColumns([Bf16HopEncoder(m) for m in models], args.anchors)
+        boosters["+ hop encoder (chains), bf16"] = (boosters["+ hop encoder (chains)"][0], bf16)
     if args.ship:  # the ranker: fitted on the chain questions only with --gate
         pairs = pairs_of(train_items + synthetic)
         label = "+ hop encoder (chains)" if args.gate else "+ hop encoder"
@@ -299,7 +351,9 @@ def main() -> None:
                 default = runs[f"default features, chain={s.chain}"]
                 for label in (f"+ hop encoder, chain={s.chain}", f"+ hop encoder {only}",
                               f"+ hop encoder (chains), chain={s.chain}",
-                              f"+ hop encoder (chains) {only}"):  # fmt: skip
+                              f"+ hop encoder (chains) {only}",
+                              *([f"+ hop encoder (chains), bf16, chain={s.chain}"]
+                                if args.bf16 else [])):  # fmt: skip
                     runs[f"{label}, gated"] = default if is_comparison(q.text) else runs[label]
             for label, found in runs.items():
                 order = found.rows[final_order(found, weight, s.k_rrf)[0]]
@@ -308,15 +362,20 @@ def main() -> None:
         results[pool] = {label: summary(r) for label, r in rows.items()}
         for label, r in results[pool].items():
             print(E, pool, label, json.dumps(r), flush=True)
-    secs = boosters["+ hop encoder"][1].seconds
-    p50 = round(1000 * statistics.median(secs), 1) if secs else None
+
+    def p50(cols: Any) -> float | None:
+        return round(1000 * statistics.median(cols.seconds), 1) if cols.seconds else None
+
     report = {"held_out": E, "anchors": args.anchors, "epochs": args.epochs,
               "backend": args.backend, "max_len": args.max_len,
               "freeze_embeddings": args.freeze_embeddings, "layers": args.layers,
-              "synthetic": args.synthetic,
+              "synthetic": args.synthetic, "synthetic_bridges": args.synthetic_bridges,
+              "seed": args.seed,
               "pools": results,
-              "encode_ms_p50": p50}  # fmt: skip
-    print(json.dumps({"encode_ms_p50": report["encode_ms_p50"]}))
+              "encode_ms_p50": p50(boosters["+ hop encoder"][1])}  # fmt: skip
+    if args.bf16:
+        report["encode_ms_p50_bf16"] = p50(boosters["+ hop encoder (chains), bf16"][1])
+    print(json.dumps({k: v for k, v in report.items() if k.startswith("encode_ms")}))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
 
@@ -352,6 +411,7 @@ def ship(
             "freeze_embeddings": True,
             "anchors": ANCHORS,
             "synthetic": args.synthetic,
+            **({"synthetic_bridges": True} if args.synthetic_bridges else {}),
         },  # fmt: skip
         "sources": questions,
         "train_pairs": len(pairs),

@@ -160,3 +160,45 @@ def test_the_packaged_encoder_loads_and_searches(default_index):
     q = "In which town was the director of The Lantern Keeper born?"
     ranking = get_retriever(default_index, hop_encoder=True).search(q, k=5)
     assert ranking.info["hop_encoder"] == "on" and len(ranking.ids) == 5
+
+
+def test_bf16_gives_the_fp32_hop_vectors_within_rounding(default_index):
+    from hopgraph.models.embedder import cpu_has_bf16
+
+    fp32, bf16 = load_hop_encoder(precision="fp32"), load_hop_encoder(precision="bf16")
+    assert not fp32.embedder.bf16 and bf16.embedder.bf16
+    assert load_hop_encoder().embedder.bf16 == cpu_has_bf16()  # auto
+    texts = [hop_text(default_index.corpus, COMPARISON, r) for r in range(4)]
+    a, b = fp32.embedder.encode(texts), bf16.embedder.encode(texts)
+    cos = np.sum(a * b, axis=1)
+    assert cos.min() > 0.999 and np.abs(a - b).max() > 0  # rounded, not the same arithmetic
+    q = "In which town was the director of The Lantern Keeper born?"
+    one = get_retriever(default_index, hop_encoder=True, hop_encoder_precision="fp32")
+    two = get_retriever(default_index, hop_encoder=True, hop_encoder_precision="bf16")
+    assert one.search(q, k=5).ids[:2] == two.search(q, k=5).ids[:2]
+    with pytest.raises(ConfigError, match="bf16 or fp32"):
+        load_hop_encoder(precision="int8")
+    with pytest.raises(ConfigError, match="hop_encoder_precision"):
+        get_retriever(default_index, hop_encoder=True, hop_encoder_precision="fp16")
+
+
+def test_bf16_pads_hop_texts_to_few_shapes_with_the_same_vectors(default_index):
+    from hopgraph.models.embedder import Embedder
+    from hopgraph.models.hop_encoder import PAD_TO
+
+    enc = load_hop_encoder(precision="bf16")
+    module = enc.embedder._model[0]
+    if not hasattr(module, "processing_kwargs"):
+        pytest.skip("this sentence-transformers has no per-module tokenizer options")
+    texts = [hop_text(default_index.corpus, COMPARISON, r) for r in range(3)] + ["short"]
+    assert module.preprocess(texts)["input_ids"].shape[1] % PAD_TO == 0
+    assert module.preprocess(["short"])["input_ids"].shape[1] == PAD_TO
+    fp32 = load_hop_encoder(precision="fp32").embedder._model[0]
+    assert fp32.preprocess(["short"])["input_ids"].shape[1] < PAD_TO  # fp32: not padded
+    cfg = enc.meta["config"]
+    plain = Embedder(cfg["teacher"], backend="torch", precision="bf16",
+                     max_seq_length=int(cfg["max_seq_length"]),
+                     student=str(BUNDLED_HOP_ENCODER))  # fmt: skip
+    a, b = enc.embedder.encode(texts), plain.encode(texts)
+    assert np.sum(a * b, axis=1).min() > 0.9999  # the padding is masked
+    assert not Embedder(backend="onnx").pad_batches(PAD_TO)  # torch only

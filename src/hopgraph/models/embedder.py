@@ -22,6 +22,7 @@ The torch backend also runs on a CUDA GPU (``device="cuda"``, checked with
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Callable
@@ -193,6 +194,23 @@ class Embedder:
             self._model.get_sentence_embedding_dimension
         )
         self.dim = int(get_dim())
+
+    def pad_batches(self, multiple: int) -> bool:
+        """Torch backend: pad each batch to a multiple of ``multiple`` tokens from now on (the
+        padding is masked: the same vectors). Texts of many lengths then give few matrix
+        shapes, so oneDNN's cache of bf16 kernels (one per shape) stays small. False where the
+        backend is not torch, or the installed sentence-transformers has no per-module
+        tokenizer options (older releases). The tokenizer wants the truncation length to be a
+        multiple: where it is not, their greatest common divisor is used."""
+        module = self._model[0] if self._model is not None else None
+        options = getattr(module, "processing_kwargs", None)
+        if not isinstance(options, dict):
+            return False
+        if self._model.max_seq_length:
+            multiple = math.gcd(multiple, int(self._model.max_seq_length))
+        text = {**options.get("text", {}), "pad_to_multiple_of": multiple}
+        module.processing_kwargs = {**options, "text": text}
+        return True
 
     def encode(
         self,
