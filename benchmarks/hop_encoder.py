@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/hop_encoder.py --held-out musique --data-dir ../shared/data \
         [--epochs 2] [--anchors 3] [--models-dir WORK/hop-encoders] [--out FILE.json] \
         [--backend torch|onnx-fp32|onnx-int8] [--max-len 160] [--freeze-embeddings] \
-        [--layers 0,3,5] [--synthetic N] [--gate] [--bf16] [--seed N] [--synthetic-bridges]
+        [--layers 0,3,5] [--synthetic N] [--gate] [--bf16] [--seed N]
     .venv/bin/python benchmarks/hop_encoder.py --ship src/hopgraph/models/hop-encoder \
         --freeze-embeddings --gate --data-dir ../shared/data --models-dir WORK   # make hop-encoder
 
@@ -98,21 +98,17 @@ def encoder(pairs: list, args: argparse.Namespace, path: Path | None) -> Any:
     return model
 
 
-def synthetic_chains(
-    C: dict, s: Any, n: int, cands: dict, held_out: str = "", bridges_only: bool = False
-) -> list:
-    """Up to ``n`` synthetic two-passage chains (half bridge, half comparison questions, or
-    bridge questions only: :func:`~hopgraph.training.synthetic.synthetic_questions`, seed 0) of
-    each train set's corpus but ``held_out``'s, added to ``cands`` as (name, "syn", k) items for
-    the encoders' training pairs."""
+def synthetic_chains(C: dict, s: Any, n: int, cands: dict) -> list:
+    """Up to ``n`` synthetic two-passage chains (half bridge, half comparison questions:
+    :func:`~hopgraph.training.synthetic.synthetic_questions`, seed 0) of each train set's
+    corpus, added to ``cands`` as (name, "syn", k) items for the encoders' training pairs."""
     from hopgraph.training.synthetic import synthetic_questions
 
-    shares = (0.0, 1.0, 0.0) if bridges_only else (0.0, 0.5, 0.5)
     items = []
     for name, c in C.items():
-        if not name.endswith("_train") or name == held_out:
+        if not name.endswith("_train"):
             continue
-        qs = synthetic_questions(c.index.corpus, n, seed=0, shares=shares)
+        qs = synthetic_questions(c.index.corpus, n, seed=0, shares=(0.0, 0.5, 0.5))
         vecs = c.index.part("dense").encode_queries([q.text for q in qs])
         pos = c.index.corpus.position
         for k, (q, v) in enumerate(zip(qs, vecs, strict=True)):
@@ -199,11 +195,7 @@ def main() -> None:
     ap.add_argument(
         "--synthetic", type=int, default=0,
         help="also train the encoders on N synthetic bridge and comparison chains of each train "
-        "set's corpus but the held-out one's (training/synthetic.py; never the ranker)",
-    )  # fmt: skip
-    ap.add_argument(
-        "--synthetic-bridges", action="store_true",
-        help="with --synthetic: bridge chains only (with --gate comparisons keep the default)",
+        "set's corpus (training/synthetic.py; never the ranker)",
     )  # fmt: skip
     ap.add_argument(
         "--ship", default=None, metavar="FOLDER",
@@ -268,8 +260,7 @@ def main() -> None:
     shuffled = list(train_items)
     random.Random(0).shuffle(shuffled)
     folds = [shuffled[0::2], shuffled[1::2]]
-    synthetic = (synthetic_chains(C, one, args.synthetic, cands, E, args.synthetic_bridges)
-                 if args.synthetic else [])  # fmt: skip
+    synthetic = synthetic_chains(C, one, args.synthetic, cands) if args.synthetic else []
     models_dir = Path(args.models_dir) if args.models_dir else None
     if models_dir:
         models_dir.mkdir(parents=True, exist_ok=True)
@@ -282,7 +273,6 @@ def main() -> None:
             + ("-frozen" if args.freeze_embeddings else "")
             + (f"-layers{args.layers.replace(',', '')}" if args.layers else "")
             + (f"-syn{args.synthetic}" if args.synthetic else "")
-            + ("b" if args.synthetic and args.synthetic_bridges else "")
             + (f"-seed{args.seed}" if args.seed else "")
         )
         path = models_dir / f"{E or 'all'}-fold{k}{variant}" if models_dir else None
@@ -369,7 +359,7 @@ def main() -> None:
     report = {"held_out": E, "anchors": args.anchors, "epochs": args.epochs,
               "backend": args.backend, "max_len": args.max_len,
               "freeze_embeddings": args.freeze_embeddings, "layers": args.layers,
-              "synthetic": args.synthetic, "synthetic_bridges": args.synthetic_bridges,
+              "synthetic": args.synthetic,
               "seed": args.seed,
               "pools": results,
               "encode_ms_p50": p50(boosters["+ hop encoder"][1])}  # fmt: skip
@@ -411,7 +401,6 @@ def ship(
             "freeze_embeddings": True,
             "anchors": ANCHORS,
             "synthetic": args.synthetic,
-            **({"synthetic_bridges": True} if args.synthetic_bridges else {}),
         },  # fmt: skip
         "sources": questions,
         "train_pairs": len(pairs),
