@@ -128,12 +128,14 @@ def load_hop_encoder(folder: str | Path = "", precision: str = "auto") -> HopEnc
     precision; its query tower runs on the CPU, in bf16 where ``precision`` is ``"bf16"``, or
     ``"auto"`` on a CPU with native bf16 (:func:`~hopgraph.models.embedder.cpu_has_bf16`), else
     in fp32 as it was trained (bf16's hop vectors are within cosine 0.9999 of fp32's)."""
-    from hopgraph.models.embedder import Embedder, check_precision
+    from hopgraph.models.embedder import Embedder, check_precision, cpu_has_bf16
     from hopgraph.models.student import student_meta
 
     if precision == "int8":
         raise ConfigError("the hop encoder runs in bf16 or fp32 (precision auto, bf16 or fp32)")
     check_precision("torch", precision)
+    if precision == "auto":  # one copy whether a caller asks for auto or what it resolves to
+        precision = "bf16" if cpu_has_bf16() else "fp32"
     path = Path(folder).expanduser().resolve() if folder else BUNDLED_HOP_ENCODER
     with _LOCK:
         if (path, precision) in _LOADED:
