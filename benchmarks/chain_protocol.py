@@ -1,0 +1,139 @@
+"""The "set held out" protocol of issue 37's experiments, in parts a script composes.
+
+The entity-titled training sets and their questions' first-round candidates (features taken once,
+``chain=0``), a LightGBM ranker fitted as the shipped one is (:data:`LGB_PARAMS`, the training
+questions in the recipe's order) on every set but the held-out one, and Recall@2/5/10 (and R@5 by
+number of gold passages) of the default's two rounds on a held-out set's own pool and, for
+MuSiQue and HotpotQA, on its grown pool (``realistic_pools.py``). ``hop_encoder.py`` keeps its own
+copy of the loop (it predates this module and adds rows of its own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from default_ranker import TRAINING, default_index
+from hop_encoder import summary
+from realistic_pools import SIZES, grown_pool
+
+from hopgraph.eval.metrics import compute_all
+from hopgraph.retrieve.hop_features import corpus_kind
+from hopgraph.retrieve.multihop import (
+    MultihopParams,
+    chain_round,
+    corpus_lexical_weight,
+    final_order,
+    score_candidates,
+)
+from hopgraph.training.ranker import LGB_PARAMS
+
+Item = tuple[str, int]  # (set, question number)
+
+
+@dataclass
+class FirstRound:
+    """One training question: its first-round candidates (features, no scores), gold rows,
+    text and query vector."""
+
+    found: Any
+    gold: list[int]
+    text: str
+    qvec: np.ndarray
+
+    def labels(self) -> np.ndarray:
+        return np.isin(self.found.rows, self.gold).astype(int)
+
+
+def protocol_args(doc: str) -> argparse.ArgumentParser:
+    """The options every script of this protocol takes: the sets held out in turn, where the
+    data, the index cache and the grown pools are, and the JSON report."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--held-out", default="musique_train,hotpotqa_train")
+    ap.add_argument("--data-dir", default=os.environ.get("HOPGRAPH_DATA", "../shared/data"))
+    ap.add_argument("--index-dir", default=None)
+    ap.add_argument("--work", default=str(Path.home() / ".cache/hopgraph/datasets/realistic"))
+    ap.add_argument("--out", default=None, help="write the results here (JSON)")
+    return ap
+
+
+def training_sets(data: Path, index_dir: Path | None) -> tuple[dict[str, Any], dict]:
+    """The entity-titled training sets (name → TrainingCorpus) and every question's
+    :class:`FirstRound`, in the recipe's order."""
+    sets = [default_index(n, f, data, index_dir, split) for n, split, f in TRAINING]
+    C = {c.name: c for c in sets if corpus_kind(c.index) == "entity_titles"}
+    one = replace(MultihopParams().settings(), chain=0)
+    t0, rounds = time.time(), {}
+    for n, c in C.items():
+        for qi, (q, v, g) in enumerate(zip(c.dataset.questions, c.qvecs, c.gold_rows, strict=True)):
+            found = score_candidates(c.index, one, q.text, v, None)
+            rounds[(n, qi)] = FirstRound(found, list(g), q.text, v)
+    print(f"first rounds: {len(rounds)} questions, {time.time() - t0:.0f} s", file=sys.stderr)
+    return C, rounds
+
+
+def fit_ranker(
+    rounds: dict, items: list[Item], X: Callable[[Item], np.ndarray], params: dict
+) -> Any:
+    """A LambdaRank booster (:data:`LGB_PARAMS` updated by ``params``) on ``items``' candidates,
+    their features ``X(item)``."""
+    import lightgbm as lgb
+
+    ranker = lgb.LGBMRanker(**{**LGB_PARAMS, **params})
+    ranker.fit(
+        np.concatenate([X(it) for it in items]),
+        np.concatenate([rounds[it].labels() for it in items]),
+        group=[len(rounds[it].found.rows) for it in items],
+    )
+    return ranker.booster_
+
+
+def pools(name: str, C: dict, data: Path, work: Path, index_dir: Path | None) -> dict[str, Any]:
+    """The held-out set's pools: ``own`` and, for MuSiQue and HotpotQA, the grown one."""
+    out = {"own": C[name]}
+    if name in SIZES:
+        folder, _ = grown_pool(name, data, work)
+        out[str(SIZES[name])] = default_index(folder.name, name, folder.parent, index_dir, "test")
+    return out
+
+
+Runs = Callable[[Any, str, np.ndarray, Any], dict[str, Any]]
+"""(pool, question text, query vector, first round) → {row label: the last round (scored)}."""
+
+
+def evaluate(pool: Any, runs: Runs) -> dict[str, dict]:
+    """Every row of ``runs`` over the pool's questions: the default's final order
+    (:func:`~hopgraph.retrieve.multihop.final_order`) scored against the gold passages."""
+    s = MultihopParams().settings()
+    one = replace(s, chain=0)
+    weight = corpus_lexical_weight(pool.index, True)
+    ids = pool.index.corpus.ids
+    rows: dict[str, list] = {}
+    for q, v in zip(pool.dataset.questions, pool.qvecs, strict=True):
+        first = score_candidates(pool.index, one, q.text, v, None)
+        for label, found in runs(pool, q.text, v, first).items():
+            order = found.rows[final_order(found, weight, s.k_rrf)[0]]
+            m = compute_all([ids[r] for r in order], q.gold, [2, 5, 10])
+            rows.setdefault(label, []).append((len(q.gold), m))
+    return {label: summary(r) for label, r in rows.items()}
+
+
+Score = Callable[[Any], np.ndarray]
+"""A round's candidates (``Scored``) → the ranker's scores."""
+
+
+def two_rounds(pool: Any, first: Any, score: Score, chain_score: Score | None = None) -> Any:
+    """The default's rounds with ``score`` as the ranker: the first round scored, then the chain
+    round (:func:`~hopgraph.retrieve.multihop.chain_round`), scored by ``chain_score`` where
+    given (else ``score``)."""
+    s = MultihopParams().settings()
+    r1 = replace(first, scores=score(first))
+    r2 = chain_round(pool.index, s, r1, lambda X: np.zeros(len(X)))
+    return replace(r2, scores=(chain_score or score)(r2))
