@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/hop_encoder.py --held-out musique --data-dir ../shared/data \
         [--epochs 2] [--anchors 3] [--models-dir WORK/hop-encoders] [--out FILE.json] \
         [--backend torch|onnx-fp32|onnx-int8] [--max-len 160] [--freeze-embeddings] \
-        [--layers 0,3,5] [--synthetic N] [--gate] [--bf16] [--seed N]
+        [--layers 0,3,5] [--synthetic N [--synthetic-kind bridge]] [--gate] [--bf16] [--seed N]
+        [--ensemble 0,1 | --full-encoder]
     .venv/bin/python benchmarks/hop_encoder.py --ship src/hopgraph/models/hop-encoder \
         --freeze-embeddings --gate --data-dir ../shared/data --models-dir WORK   # make hop-encoder
 
@@ -44,6 +45,9 @@ fitted on every question or on the chain questions only ("(chains)"). With ``--g
 --bf16``, also the shipped form's rows ("(chains), bf16") with the encoders run in bf16 for the
 evaluated questions (the ranker's training features stay fp32), as ``multihop``'s
 ``hop_encoder_precision=auto`` runs the shipped encoder on a CPU with native bf16.
+``--ensemble 0,1`` makes each fold's encoder the mean of those draws' hop vectors;
+``--full-encoder`` gives the evaluated questions the features of one encoder trained on every
+training chain (as the shipped encoder is trained) in place of the two fold encoders' mean.
 """
 
 from __future__ import annotations
@@ -98,17 +102,23 @@ def encoder(pairs: list, args: argparse.Namespace, path: Path | None) -> Any:
     return model
 
 
-def synthetic_chains(C: dict, s: Any, n: int, cands: dict) -> list:
-    """Up to ``n`` synthetic two-passage chains (half bridge, half comparison questions:
-    :func:`~hopgraph.training.synthetic.synthetic_questions`, seed 0) of each train set's
-    corpus, added to ``cands`` as (name, "syn", k) items for the encoders' training pairs."""
+def replace_seed(args: argparse.Namespace, seed: int) -> argparse.Namespace:
+    """``args`` with ``--seed seed`` (one draw of an ``--ensemble``)."""
+    return argparse.Namespace(**{**vars(args), "seed": seed})
+
+
+def synthetic_chains(C: dict, s: Any, n: int, cands: dict, shares: tuple = (0.0, 0.5, 0.5)) -> list:
+    """Up to ``n`` synthetic two-passage chains (``shares``: of sentence, bridge and comparison
+    questions, :func:`~hopgraph.training.synthetic.synthetic_questions`, seed 0) of each train
+    set's corpus, added to ``cands`` as (name, "syn", k) items for the encoders' training
+    pairs."""
     from hopgraph.training.synthetic import synthetic_questions
 
     items = []
     for name, c in C.items():
         if not name.endswith("_train"):
             continue
-        qs = synthetic_questions(c.index.corpus, n, seed=0, shares=(0.0, 0.5, 0.5))
+        qs = synthetic_questions(c.index.corpus, n, seed=0, shares=shares)
         vecs = c.index.part("dense").encode_queries([q.text for q in qs])
         pos = c.index.corpus.position
         for k, (q, v) in enumerate(zip(qs, vecs, strict=True)):
@@ -151,6 +161,17 @@ class Bf16HopEncoder:
             emb = self.model.encode(texts, batch_size=8, convert_to_tensor=True)
         out = emb.float().cpu().numpy()
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+
+class MeanEncoder:
+    """Several hop encoders as one: the mean of their unit hop vectors, renormalised."""
+
+    def __init__(self, models: list):
+        self.models = models
+
+    def encode(self, texts: list[str], **_: Any) -> np.ndarray:
+        V = sum(m.encode(texts, normalize_embeddings=True, batch_size=8) for m in self.models)
+        return V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), 1e-12)
 
 
 class HopColumns:
@@ -198,6 +219,10 @@ def main() -> None:
         "set's corpus (training/synthetic.py; never the ranker)",
     )  # fmt: skip
     ap.add_argument(
+        "--synthetic-kind", default="both", choices=("both", "bridge"),
+        help="with --synthetic: half bridge and half comparison chains, or bridge chains only",
+    )  # fmt: skip
+    ap.add_argument(
         "--ship", default=None, metavar="FOLDER",
         help="hold no set out: fit the ranker on every set's out-of-fold features (with --gate: "
         "its chain questions only), train the encoder on every set's chains and write a hop "
@@ -226,7 +251,21 @@ def main() -> None:
         "questions (as hop_encoder_precision=auto on a CPU with native bf16; the ranker's "
         "training features stay fp32)",
     )  # fmt: skip
+    ap.add_argument(
+        "--ensemble", default="",
+        help="seeds (e.g. 0,1): each fold's encoder is the mean of these draws' hop vectors "
+        "(each trained as --seed would, or reused from --models-dir)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--full-encoder", action="store_true",
+        help="the evaluated questions' hop features from one encoder trained on every training "
+        "chain, as --ship trains the shipped one (not the mean of the two fold encoders')",
+    )  # fmt: skip
     args = ap.parse_args()
+    if args.full_encoder and (args.ship or args.ensemble or args.backend != "torch"):
+        raise SystemExit("error: --full-encoder is a held-out experiment in PyTorch, one draw")
+    if args.ensemble and (args.ship or args.backend != "torch"):
+        raise SystemExit("error: --ensemble is an experiment in PyTorch (no --ship, no onnx)")
     if args.bf16 and not (args.gate and args.backend == "torch"):
         raise SystemExit("error: --bf16 needs --gate and --backend torch")
     if args.ship and args.seed:
@@ -260,28 +299,39 @@ def main() -> None:
     shuffled = list(train_items)
     random.Random(0).shuffle(shuffled)
     folds = [shuffled[0::2], shuffled[1::2]]
-    synthetic = synthetic_chains(C, one, args.synthetic, cands) if args.synthetic else []
+    shares = (0.0, 0.5, 0.5) if args.synthetic_kind == "both" else (0.0, 1.0, 0.0)
+    synthetic = synthetic_chains(C, one, args.synthetic, cands, shares) if args.synthetic else []
     models_dir = Path(args.models_dir) if args.models_dir else None
     if models_dir:
         models_dir.mkdir(parents=True, exist_ok=True)
     if args.backend != "torch" and models_dir is None:
         raise SystemExit("error: --backend onnx-* needs --models-dir (the export reads a folder)")
     models, X_extra = [], {}
+    seeds = [int(x) for x in args.ensemble.split(",")] if args.ensemble else [args.seed]
     for k in range(2):
-        variant = (
-            ("" if args.max_len == 160 else f"-len{args.max_len}")
-            + ("-frozen" if args.freeze_embeddings else "")
-            + (f"-layers{args.layers.replace(',', '')}" if args.layers else "")
-            + (f"-syn{args.synthetic}" if args.synthetic else "")
-            + (f"-seed{args.seed}" if args.seed else "")
-        )
-        path = models_dir / f"{E or 'all'}-fold{k}{variant}" if models_dir else None
-        models.append(encoder(pairs_of(folds[1 - k] + synthetic), args, path))
+        draws = []
+        for seed in seeds:
+            variant = (
+                ("" if args.max_len == 160 else f"-len{args.max_len}")
+                + ("-frozen" if args.freeze_embeddings else "")
+                + (f"-layers{args.layers.replace(',', '')}" if args.layers else "")
+                + (f"-syn{args.synthetic}" if args.synthetic else "")
+                + ("-bridge" if args.synthetic and args.synthetic_kind == "bridge" else "")
+                + (f"-seed{seed}" if seed else "")
+            )
+            path = models_dir / f"{E or 'all'}-fold{k}{variant}" if models_dir else None
+            pairs = pairs_of(folds[1 - k] + synthetic)
+            draws.append(encoder(pairs, replace_seed(args, seed), path))
+        models.append(draws[0] if len(draws) == 1 else MeanEncoder(draws))
         if args.backend != "torch":
             models[k] = OnnxHopEncoder(str(path), args.backend.split("-")[1], args.max_len)
         cols = HopColumns([models[k]], args.anchors)
         for it in folds[k]:
             X_extra[it] = cols(C[it[0]].index, cands[it][2], cands[it][0])
+
+    if args.full_encoder:  # the evaluated questions' encoder: every training chain
+        path = models_dir / f"{E}-full{variant}" if models_dir else None
+        models = [encoder(pairs_of(train_items + synthetic), args, path)]
 
     def fit(extra: bool, chains_only: bool = False) -> Any:
         items = [it for it in train_items if not (chains_only and is_comparison(cands[it][2]))]
@@ -297,7 +347,9 @@ def main() -> None:
     if args.gate:  # fitted on the chain questions only, for the gated rows
         boosters["+ hop encoder (chains)"] = (fit(True, True), boosters["+ hop encoder"][1])
     if args.bf16:  # the same ranker over features of the encoders run in bf16
-        bf16 = HopColumns([Bf16HopEncoder(m) for m in models], args.anchors)
+        bf16 = HopColumns([MeanEncoder([Bf16HopEncoder(d) for d in m.models])
+                           if isinstance(m, MeanEncoder) else Bf16HopEncoder(m)
+                           for m in models], args.anchors)  # fmt: skip
         boosters["+ hop encoder (chains), bf16"] = (boosters["+ hop encoder (chains)"][0], bf16)
     if args.ship:  # the ranker: fitted on the chain questions only with --gate
         pairs = pairs_of(train_items + synthetic)
@@ -360,7 +412,10 @@ def main() -> None:
               "backend": args.backend, "max_len": args.max_len,
               "freeze_embeddings": args.freeze_embeddings, "layers": args.layers,
               "synthetic": args.synthetic,
+              "synthetic_kind": args.synthetic_kind,
               "seed": args.seed,
+              "ensemble": args.ensemble,
+              "full_encoder": args.full_encoder,
               "pools": results,
               "encode_ms_p50": p50(boosters["+ hop encoder"][1])}  # fmt: skip
     if args.bf16:
