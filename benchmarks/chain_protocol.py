@@ -1,7 +1,7 @@
 """The "set held out" protocol of issue 37's experiments, in parts a script composes.
 
 The entity-titled training sets and their questions' first-round candidates (features taken once,
-``chain=0``), a LightGBM ranker fitted as the shipped one is (:data:`LGB_PARAMS`, the training
+``chain=0``), a LightGBM ranker fitted as the shipped one is (``training.ranker.fit``, the training
 questions in the recipe's order) on every set but the held-out one, and Recall@2/5/10 (and R@5 by
 number of gold passages) of the default's two rounds on a held-out set's own pool and, for
 MuSiQue and HotpotQA, on its grown pool (``realistic_pools.py``). ``hop_encoder.py`` keeps its own
@@ -33,7 +33,7 @@ from hopgraph.retrieve.multihop import (
     final_order,
     score_candidates,
 )
-from hopgraph.training.ranker import LGB_PARAMS
+from hopgraph.training.ranker import Candidates, fit
 
 Item = tuple[str, int]  # (set, question number)
 
@@ -82,17 +82,14 @@ def training_sets(data: Path, index_dir: Path | None) -> tuple[dict[str, Any], d
 def fit_ranker(
     rounds: dict, items: list[Item], X: Callable[[Item], np.ndarray], params: dict
 ) -> Any:
-    """A LambdaRank booster (:data:`LGB_PARAMS` updated by ``params``) on ``items``' candidates,
-    their features ``X(item)``."""
-    import lightgbm as lgb
-
-    ranker = lgb.LGBMRanker(**{**LGB_PARAMS, **params})
-    ranker.fit(
+    """A LambdaRank booster (the shipped recipe's :func:`~hopgraph.training.ranker.fit`, its
+    settings updated by ``params``) on ``items``' candidates, their features ``X(item)``."""
+    data = Candidates(
         np.concatenate([X(it) for it in items]),
         np.concatenate([rounds[it].labels() for it in items]),
-        group=[len(rounds[it].found.rows) for it in items],
+        np.asarray([len(rounds[it].found.rows) for it in items]),
     )
-    return ranker.booster_
+    return fit([data], params)
 
 
 def pools(name: str, C: dict, data: Path, work: Path, index_dir: Path | None) -> dict[str, Any]:

@@ -60,9 +60,11 @@ def main() -> None:
     def features(it: tuple) -> np.ndarray:
         return rounds[it].found.feats.X
 
+    held = args.held_out.split(",")
+    where = {E: protocol.pools(E, C, data, Path(args.work), args.index_dir) for E in held}
     for params in settings:
         t0, row = time.time(), {"params": params}
-        for E in args.held_out.split(","):
+        for E in held:
             items = [it for it in rounds if it[0] != E]
             booster = protocol.fit_ranker(rounds, items, features, params)
 
@@ -72,7 +74,7 @@ def main() -> None:
             def runs(pool: Any, text: str, v: Any, first: Any, score: Any = score) -> dict:
                 return {"chain": protocol.two_rounds(pool, first, score)}
 
-            for name, pool in protocol.pools(E, C, data, Path(args.work), args.index_dir).items():
+            for name, pool in where[E].items():
                 row[f"{E}/{name}"] = protocol.evaluate(pool, runs)["chain"]
         report.append(row)
         brief = {k: [v["R@2"], v["R@5"], v["R@10"]] for k, v in row.items() if k != "params"}
