@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +22,12 @@ from hopgraph.data import demo_dataset_path
 from hopgraph.errors import BuildPendingError, ConfigError, PartialBuildError
 from hopgraph.index import Index
 from hopgraph.index import batches as batches_module
+from hopgraph.index.dense_options import DenseOptions
 from hopgraph.index.staged import STAGED_MIN_PASSAGES, build_stage, in_stages
 from hopgraph.index.streaming import build_index, partial_folder
 from hopgraph.index.writes import add_parts_to_folder, compact_folder, update_folder
 from hopgraph.retrieve import get_retriever
+from hopgraph.retrieve.query_vectors import TOP as QV_TOP
 from hopgraph.serve import Settings, create_app
 
 BATCH = 4  # 44 demo passages: 11 batches
@@ -203,15 +206,19 @@ def test_when_a_build_runs_in_stages(tmp_path):
 # -- while the vectors are pending ----------------------------------------------------------
 def test_the_searchable_stage_searches_and_refuses_every_write(pending):
     ix = Index.load(pending)
-    assert sorted(ix.parts) == ["entities", "sparse"] and ix.pending == {
+    assert sorted(ix.parts) == ["entities", "sparse"]
+    assert {k: v for k, v in ix.pending.items() if k != "options"} == {
         "parts": ["dense"], "passages": 44,
     }  # fmt: skip
+    # the pending part's options: a search encodes with its model before the vectors exist
+    assert ix.pending["options"]["dense"] == asdict(DenseOptions())
     assert build_stage(pending) == {
         "stage": "searchable", "pending_parts": ["dense"], "vectors_done": 8,
         "vectors_total": 44, "building": True,
     }  # fmt: skip
     assert get_retriever(ix, "bm25").search(QUERY, k=3).ids
-    assert get_retriever(ix).search(QUERY, k=3).ids  # without a method: what the index allows
+    found = get_retriever(ix).search(QUERY, k=3)  # without a method: what the index allows
+    assert found.ids and found.info["query_vectors"] == QV_TOP  # the top reranked meanwhile
     with pytest.raises(ConfigError, match="no 'dense' part yet.*encoding its passage vectors"):
         get_retriever(ix, "dense")
     refused = "still being built: passage vectors 8 / 44 encoded; writes open when the build"
@@ -241,7 +248,8 @@ def test_the_command_line_builds_in_stages_and_info_shows_the_stage(tmp_path):
     r = CliRunner().invoke(cli, ["info", str(out)])
     assert r.exit_code == 0
     info = json.loads(r.stdout)
-    assert info["pending"] == {"parts": ["dense"], "passages": 44}
+    assert info["pending"]["parts"] == ["dense"] and info["pending"]["passages"] == 44
+    assert info["pending"]["options"]["dense"]["model"] == DenseOptions().model
     assert info["build"]["stage"] == "searchable" and info["build"]["vectors_done"] == 12
     assert "passage vectors 12 / 44 encoded (27 %)" in r.stderr and "--resume" in r.stderr
     first = Index.load(out).corpus.ids[0]

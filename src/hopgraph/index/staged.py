@@ -7,10 +7,11 @@ sparse and entity parts take minutes). A staged build (``build_index(..., staged
 
 1. **searchable**: the segments and merges of every part but the deferred ones (``dense`` and
    any part built from it); the index is saved to ``out`` with ``"pending": {"parts": [...],
-   "passages": N}`` in its manifest (:func:`save_searchable`), and ``searchable.json`` in the
-   work folder marks the stage done. The index loads and searches (a method that needs a
-   deferred part says it is missing); writes are refused (:func:`writing`), since the next
-   stage replaces the folder's index.
+   "passages": N, "options": {part: options}}`` in its manifest (:func:`save_searchable`), and
+   ``searchable.json`` in the work folder marks the stage done. The index loads and searches (a
+   method that needs a deferred part says it is missing; the default encodes its top passages
+   at query time with the pending dense part's model); writes are refused (:func:`writing`),
+   since the next stage replaces the folder's index.
 2. **complete**: the deferred parts' segments, batch by batch into ``vectors/<batch>/``
    (each batch kept: a stopped build resumes at the next), their merges, and the complete
    index committed as the next generation of ``out`` under the folder's writer lock, without
@@ -107,10 +108,13 @@ def deferred_parts(order: list[str], requires: Callable[[str], tuple[str, ...]])
     return later
 
 
-def save_searchable(index: Index, out: Path, later: list[str], work: Path) -> None:
+def save_searchable(
+    index: Index, out: Path, later: list[str], work: Path, options: dict[str, Any] | None = None
+) -> None:
     """Save the first stage's ``index`` (without the ``later`` parts) to ``out`` as an index
-    whose manifest records them pending, then mark the stage done in ``work``."""
-    index.pending = {"parts": list(later), "passages": len(index)}
+    whose manifest records them pending (with their ``options``, part → dict: a search can
+    encode with the dense part's model before it exists), then mark the stage done in ``work``."""
+    index.pending = {"parts": list(later), "passages": len(index), "options": options or {}}
     with writer_lock(out):
         index.save(out)
     write_synced(work / SEARCHABLE, json.dumps({"parts": sorted(index.parts)}))

@@ -42,6 +42,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -191,7 +192,8 @@ def build_index(
         index.detected, index.reading = detected, reading
         if later:  # stage 1 of 2: searchable without the passage vectors
             say(f"writing {out} (without {', '.join(later)})")
-            save_searchable(index, out, later, work)
+            save_searchable(index, out, later, work,
+                            {n: asdict(built_opts[n]) for n in later})  # fmt: skip
             del index
             heap.trim()  # stage 1's merges peaked; the encoder does not need their pages
             say(

@@ -117,6 +117,15 @@ def note_rerank(hit: dict[str, Any], place: int, ranker_place: int) -> None:
         hit["summary"] += f". moved {moved} by the cross-encoder (the ranker's #{ranker_place})"
 
 
+def note_query_vectors(hit: dict[str, Any], place: int, before: int) -> None:
+    """Say in ``hit`` that the vectors encoded at query time moved it (an index without passage
+    vectors: ``multihop.query_vectors``), from the no-vector order's place ``before``."""
+    hit["no_vector_rank"] = before
+    if before != place:
+        moved = "up" if before > place else "down"
+        hit["summary"] += f". moved {moved} by vectors encoded at query time (#{before} without)"
+
+
 def _entity_label(index: Index, entity: int) -> str:
     """An entity as a reader knows it: the title of its own page, else its indexed name."""
     ents = index.part("entities")

@@ -63,6 +63,8 @@ from hopgraph.retrieve.hop_features import (
 )
 from hopgraph.retrieve.model_search import PairCache, mixed_model_search
 from hopgraph.retrieve.operators import filtered_rrf, reciprocal_rank_fusion
+from hopgraph.retrieve.query_vectors import TOP as QV_TOP
+from hopgraph.retrieve.query_vectors import QueryVectors
 from hopgraph.retrieve.ranking import Ranking
 from hopgraph.text.questions import is_comparison
 
@@ -128,6 +130,14 @@ class MultihopParams:
         "encoding, hop vectors within cosine 0.9999 of fp32's), else fp32 (as trained)",
         choices=("auto", "bf16", "fp32"),
     )
+    query_vectors: int = option(
+        -1,
+        "on an index without passage vectors (entity-name titles): encode the question and the "
+        "no-vector order's top N passages at query time and rerank them by their cosine; costs "
+        "the encoding of N passages a search (hundreds of ms on 2 cores, docs/benchmarks.md); "
+        "-1: 20 while a staged build is still encoding the index's vectors, else 0 (off)",
+    )
+    query_vectors_model: str = option("", "reranker file for query_vectors (empty: the packaged)")
     lexical_weight: float = option(
         -1.0,
         "weight of BM25's ranking fused (RRF) with the ranker's; -1: from the index's corpus "
@@ -151,6 +161,8 @@ class MultihopParams:
         for name in ("rewrite_entities", "rewrite_k", "chain", "rerank", "rerank_mix"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"option {name!r} must be >= 0, got {getattr(self, name)}")
+        if self.query_vectors < -1:
+            raise ConfigError(f"option 'query_vectors' must be >= -1, got {self.query_vectors}")
         in_unit_interval("alpha", self.alpha)
         in_unit_interval("gcs_alpha", self.gcs_alpha)
 
@@ -267,6 +279,16 @@ class MultihopRetriever(Retriever):
             from hopgraph.models.hop_encoder import load_hop_encoder
 
             self.hop = load_hop_encoder(params.hop_encoder_model, params.hop_encoder_precision)
+        self.query_vectors, self.qv_off = None, ""
+        n = params.query_vectors
+        if n < 0:
+            n = QV_TOP if getattr(index, "pending", None) else 0
+        if n > 0 and self.vectors:
+            self.qv_off = "the index has passage vectors"
+        elif n > 0 and kind != ranker_kind("entity_titles", False):
+            self.qv_off = "corpus titles are not entity names"
+        elif n > 0:
+            self.query_vectors = QueryVectors(index, n, params.query_vectors_model)
         self.cross_encoder = None
         if params.rerank:
             from hopgraph.models.rerankers import load_cross_encoder
@@ -301,6 +323,13 @@ class MultihopRetriever(Retriever):
         if allowed is not None:  # a metadata filter: the candidates that match, in order
             order = order[allowed[last.rows[order]]]
         rows, scores = last.rows[order], final[order]
+        before: dict[int, int] = {}  # reranked by query-time vectors: their no-vector place
+        if self.query_vectors is not None:
+            n = min(self.query_vectors.n, len(order))
+            before = {r: i for i, r in enumerate(rows[:n].tolist(), 1)}
+            perm = self.query_vectors.apply(query, rows, scores, last.feats.X[order])
+            order = np.concatenate([order[:n][perm], order[n:]])
+            rows = last.rows[order]  # (the scores stay: the top's, descending, in its new order)
         was: dict[int, int] = {}  # rescored passages: their place in the ranker's order
         if self.cross_encoder is not None:
             was = {r: i for i, r in enumerate(rows[: self.params.rerank].tolist(), 1)}
@@ -331,12 +360,19 @@ class MultihopRetriever(Retriever):
         picked = order[: min(k, len(order))]
 
         def explain() -> list[dict[str, Any]]:
-            from hopgraph.retrieve.explain import explain_hits, note_lexical, note_rerank
+            from hopgraph.retrieve.explain import (
+                explain_hits,
+                note_lexical,
+                note_query_vectors,
+                note_rerank,
+            )
 
             hits = explain_hits(self.index, ranker, last, picked, len(rows))
             if self.lexical > 0:
                 note_lexical(hits, last, picked, self.lexical)
             for place, (hit, row) in enumerate(zip(hits, rows.tolist(), strict=True), 1):
+                if row in before:
+                    note_query_vectors(hit, place, before[row])
                 if row in was:
                     note_rerank(hit, place, was[row])
             return hits
@@ -347,6 +383,10 @@ class MultihopRetriever(Retriever):
                 "lexical_weight": round(self.lexical, 4)}  # fmt: skip
         if hop != "off":
             info["hop_encoder"] = hop
+        if self.query_vectors is not None:
+            info["query_vectors"] = len(before)  # the passages reranked
+        elif self.qv_off:
+            info["query_vectors"] = f"off: {self.qv_off}"
         return self._ranking(query, rows, scores, explain, info)
 
     def _rescored(
