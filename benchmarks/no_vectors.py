@@ -1,8 +1,8 @@
 """The default without passage vectors against the full default (issue 38, "searchable first").
 
-    PYTHONPATH=src .venv/bin/python benchmarks/no_vectors.py --data-dir ../shared/data \
-        [--sets 2wikimultihopqa,hotpotqa,musique,scifact] [--repeats 3] \
-        [--out benchmarks/results/no_vectors.json]
+    PYTHONPATH=src:benchmarks .venv/bin/python benchmarks/no_vectors.py \
+        --data-dir ../shared/data [--sets 2wikimultihopqa,hotpotqa,musique,scifact] \
+        [--repeats 3] [--query-vectors] [--out benchmarks/results/no_vectors.json]
 
 An index whose dense part is missing (built with ``--parts sparse,entities``, or a staged build
 still encoding its vectors) is searched by ``multihop`` with every dense signal absent and the
@@ -12,7 +12,10 @@ index (cached), and the same index without its dense part; rankers fitted as the
 pseudo-queries drawn from its corpus) and without its family (dev + train). Rows: ``bm25`` and
 ``rrf`` (the baselines, and what a search without a method used on such an index before), the
 default without vectors, the full default; Recall@2/5/10, nDCG@10, and the p50 latency (the
-median over ``--repeats`` runs of the whole question set). SciFact: its test qrels.
+median over ``--repeats`` runs of the whole question set). SciFact: its test qrels. With
+``--query-vectors``, the no-vector default with its top 20 encoded at query time too
+(``multihop.query_vectors``), its reranker fitted without the set and without its family
+(``no_vector_rerank.py``'s recipe) on the entity-titled sets.
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ import statistics
 import tempfile
 from pathlib import Path
 
+import chain_protocol as protocol
 from default_pipeline import held_out_rankers
 from default_ranker import set_corpus
 
 from hopgraph.eval import MethodSpec, evaluate
 from hopgraph.eval.report import markdown_table
 from hopgraph.index import Index
+from hopgraph.retrieve.query_vectors import TOP
 from hopgraph.training.ranker import train_both
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +48,9 @@ def without_vectors(index: Index) -> Index:
     return bare
 
 
-def run_set(name: str, rankers: dict[str, str], data_dir: Path, repeats: int) -> dict:
+def run_set(
+    name: str, rankers: dict[str, str], data_dir: Path, repeats: int, rerankers: dict[str, str]
+) -> dict:
     c = set_corpus(name, SPLITS[name], data_dir, None)
     full, bare = c.index, without_vectors(c.index)
     runs = []
@@ -57,6 +64,21 @@ def run_set(name: str, rankers: dict[str, str], data_dir: Path, repeats: int) ->
                 [MethodSpec("multihop", model, label=f"default, no vectors ({held} held out)")],
                 progress=False,
             )
+            if held in rerankers:
+                qv = {"query_vectors": TOP, "query_vectors_model": rerankers[held]}
+                res += evaluate(
+                    bare,
+                    c.dataset,
+                    [
+                        MethodSpec(
+                            "multihop",
+                            {**model, **qv},
+                            label=f"default, no vectors, top {TOP} encoded at query time "
+                            f"({held} held out)",
+                        )
+                    ],  # fmt: skip
+                    progress=False,
+                )
             res += evaluate(
                 full,
                 c.dataset,
@@ -79,18 +101,44 @@ def run_set(name: str, rankers: dict[str, str], data_dir: Path, repeats: int) ->
     }
 
 
+def query_vector_rerankers(data_dir: Path, folder: Path, names: list[str]) -> dict:
+    """Query-vector reranker files fitted without each entity-titled evaluated set (``set``)
+    and without its family (``family``: a dev set and its train set)."""
+    from no_vector_rerank import first_rounds, ship
+
+    C, _ = protocol.training_sets(data_dir, None)
+    nv = first_rounds(C, False)
+    out: dict[str, dict] = {}
+    for name in (n for n in names if n in C):
+        family = [n for n in C if n in (name, f"{name}_train")]
+        out[name] = {"set": folder / f"{name}-qv-set.json", "family": folder / f"{name}-qv.json"}
+        ship(C, nv, out[name]["set"], (name,))
+        ship(C, nv, out[name]["family"], family)
+        out[name] = {k: str(v) for k, v in out[name].items()}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data-dir", default=os.environ.get("HOPGRAPH_DATA", "../shared/data"))
     ap.add_argument("--sets", default=",".join(SPLITS))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/no_vectors.json"))
+    ap.add_argument(
+        "--query-vectors", action="store_true",
+        help="rows of the no-vector default with its top encoded at query time (the reranker "
+        "held out as the rankers are: benchmarks/no_vector_rerank.py)",
+    )  # fmt: skip
     args = ap.parse_args()
     data_dir = Path(args.data_dir)
     names = args.sets.split(",")
     folder = Path(tempfile.mkdtemp(prefix="hopgraph-novec-"))
     held = held_out_rankers(data_dir, None, folder, names, trainer=train_both)
-    report = {name: run_set(name, held[name], data_dir, args.repeats) for name in names}
+    rerankers = query_vector_rerankers(data_dir, folder, names) if args.query_vectors else {}
+    report = {
+        name: run_set(name, held[name], data_dir, args.repeats, rerankers.get(name, {}))
+        for name in names
+    }
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {args.out}")
 

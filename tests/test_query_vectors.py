@@ -17,6 +17,7 @@ from hopgraph.retrieve.hop_features import COL, FEATURES
 from hopgraph.retrieve.multihop import MultihopParams, final_order, score_candidates
 from hopgraph.retrieve.query_vectors import (
     ANCHORS,
+    ENCODE_BATCH,
     OWN,
     RERANK_FEATURES,
     TOP,
@@ -105,7 +106,9 @@ def test_the_top_is_reranked_by_vectors_encoded_at_query_time(demo_dataset, bare
     order, final = final_order(last, r.lexical, r.params.k_rrf)
     rows = last.rows[order][:TOP]
     enc = Encoders.of(None)
-    V = enc.passages.encode([bare_index.corpus[int(i)].content for i in rows], batch_size=32)
+    V = enc.passages.encode(
+        [bare_index.corpus[int(i)].content for i in rows], batch_size=ENCODE_BATCH
+    )
     X = rerank_features(final[order][:TOP], V, enc.query.encode_query(q), last.feats.X[order][:TOP])
     want = rows[reranked(query_vector_model(), X)]
     ids = bare_index.corpus.ids
@@ -127,3 +130,18 @@ def test_an_index_with_vectors_or_plain_titles_is_not_reranked(default_index):
     assert r.search("Who founded it?", k=3).info["query_vectors"] == (
         "off: the index has passage vectors"
     )
+
+
+def test_a_saved_model_loads_back_with_the_same_scores(tmp_path):
+    from hopgraph.retrieve.query_vectors import save_model
+    from hopgraph.training.ranker import Candidates, fit
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, len(RERANK_FEATURES)))
+    y = (X[:, 2] > 0.5).astype(int)
+    booster = fit([Candidates(X, y, np.full(10, 20))], {"min_child_samples": 5})
+    path = tmp_path / "rerank.json"
+    save_model(booster, {"top": TOP}, path)
+    m = query_vector_model(str(path))
+    assert m.meta == {"top": TOP} and not list(tmp_path.glob(".*.tmp"))
+    assert m.score(X) == pytest.approx(booster.predict(X))
