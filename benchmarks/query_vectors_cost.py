@@ -1,14 +1,16 @@
 """What the query-time vectors cost a search (issue 38): p50/p95 of one process's searches.
 
     PYTHONPATH=src .venv/bin/python benchmarks/query_vectors_cost.py --data-dir ../shared/data \
-        [--sets musique,hotpotqa,2wikimultihopqa] [--limit 100] [--top 10,20,30]
+        [--sets musique,hotpotqa,2wikimultihopqa] [--limit 100] [--top 10,20,30] \
+        [--encode-batch 4,20]
 
 On each set's default index (cached, as ``hopgraph eval`` builds it) and the same index without
 its dense part, every question is searched by each of: ``rrf`` and the full default (on the full
 index), the default without vectors and the same with its top N encoded at query time
 (``multihop.query_vectors=N``, the shipped models), interleaved question by question so that
 the machine's drift falls on all of them alike. Wall-clock per search, milliseconds, after one
-warm-up search each (the encoders load on the first).
+warm-up search each (the encoders load on the first). ``--encode-batch`` times the top-N rows
+with each number of passages a forward pass (``query_vectors.ENCODE_BATCH``, 4 as shipped).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 from default_ranker import default_index
 from no_vectors import without_vectors
 
+import hopgraph.retrieve.query_vectors as qv
 from hopgraph.retrieve import get_retriever
 
 
@@ -33,6 +36,8 @@ def main() -> None:
     ap.add_argument("--sets", default="musique,hotpotqa,2wikimultihopqa")
     ap.add_argument("--limit", type=int, default=100, help="questions per set")
     ap.add_argument("--top", default="20", help="query_vectors values (comma-separated)")
+    ap.add_argument("--encode-batch", default=str(qv.ENCODE_BATCH),
+                    help="passages a forward pass (comma-separated)")  # fmt: skip
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     report = {}
@@ -44,16 +49,22 @@ def main() -> None:
             "default": get_retriever(c.index),
             "default, no vectors": get_retriever(bare, "multihop", query_vectors=0),
         }
+        batches = [int(x) for x in args.encode_batch.split(",")]
+        batch_of: dict[str, int] = {}
         for n in (int(x) for x in args.top.split(",")):
-            methods[f"default, no vectors, top {n} encoded"] = get_retriever(
-                bare, "multihop", query_vectors=n
-            )
+            for b in batches:
+                label = f"default, no vectors, top {n} encoded" + (
+                    f", {b} a pass" if len(batches) > 1 else ""
+                )
+                methods[label] = get_retriever(bare, "multihop", query_vectors=n)
+                batch_of[label] = b
         qs = [q.text for q in c.dataset.questions[: args.limit]]
         times: dict[str, list[float]] = {m: [] for m in methods}
         for r in methods.values():
             r.search(qs[0], k=10)  # warm-up: the encoders load
         for q in qs:
             for m, r in methods.items():
+                qv.ENCODE_BATCH = batch_of.get(m, qv.ENCODE_BATCH)
                 t = time.perf_counter()
                 r.search(q, k=10)
                 times[m].append((time.perf_counter() - t) * 1000)
