@@ -126,11 +126,13 @@ Score = Callable[[Any], np.ndarray]
 """A round's candidates (``Scored``) → the ranker's scores."""
 
 
-def two_rounds(pool: Any, first: Any, score: Score, chain_score: Score | None = None) -> Any:
+def two_rounds(
+    pool: Any, first: Any, score: Score, chain_score: Score | None = None, s: Any = None
+) -> Any:
     """The default's rounds with ``score`` as the ranker: the first round scored, then the chain
     round (:func:`~hopgraph.retrieve.multihop.chain_round`), scored by ``chain_score`` where
-    given (else ``score``)."""
-    s = MultihopParams().settings()
+    given (else ``score``); ``s``: the feature settings (default: the method's)."""
+    s = s or MultihopParams().settings()
     r1 = replace(first, scores=score(first))
     r2 = chain_round(pool.index, s, r1, lambda X: np.zeros(len(X)))
     return replace(r2, scores=(chain_score or score)(r2))

@@ -39,7 +39,6 @@ from hopgraph.eval.metrics import compute_all  # noqa: E402
 from hopgraph.models.ranker import HopRanker  # noqa: E402
 from hopgraph.retrieve.multihop import (  # noqa: E402
     MultihopParams,
-    chain_round,
     corpus_lexical_weight,
     final_order,
     score_candidates,
@@ -62,13 +61,8 @@ def settings(vectors: bool) -> Any:
 
 
 def first_rounds(C: dict, vectors: bool) -> dict:
-    one = replace(settings(vectors), chain=0)
-    out = {}
-    for n, c in C.items():
-        for qi, (q, v, g) in enumerate(zip(c.dataset.questions, c.qvecs, c.gold_rows, strict=True)):
-            found = score_candidates(c.index, one, q.text, v if vectors else None, None)
-            out[(n, qi)] = protocol.FirstRound(found, list(g), q.text, v)
-    return out
+    """Every question of the sets ``C``: its first round, by (set, question number)."""
+    return {(n, qi): r for n, c in C.items() for qi, r in enumerate(rounds_of(c, vectors))}
 
 
 def final(pool: Any, first: Any, booster: Any, vectors: bool) -> tuple[np.ndarray, Any, Any]:
@@ -79,11 +73,9 @@ def final(pool: Any, first: Any, booster: Any, vectors: bool) -> tuple[np.ndarra
     def score(found: Any) -> np.ndarray:
         return booster.predict(found.feats.X, num_threads=1)
 
-    r1 = replace(first, scores=score(first))
-    r2 = chain_round(pool.index, s, r1, lambda X: np.zeros(len(X)))
-    r2 = replace(r2, scores=score(r2))
-    pos, fused = final_order(r2, corpus_lexical_weight(pool.index, vectors), s.k_rrf)
-    return pos, fused, r2
+    last = protocol.two_rounds(pool, first, score, s=s)
+    pos, fused = final_order(last, corpus_lexical_weight(pool.index, vectors), s.k_rrf)
+    return pos, fused, last
 
 
 def rerank_table(pool: Any, qvec: np.ndarray, pos: np.ndarray, fused: np.ndarray, last: Any,
@@ -107,6 +99,8 @@ def tops(pool: Any, rounds: dict, booster: Any, n: int) -> list:
 
 
 def rounds_of(pool: Any, vectors: bool) -> list:
+    """Each question of ``pool``: its first round (features, no scores), with or without the
+    passage vectors."""
     one = replace(settings(vectors), chain=0)
     return [protocol.FirstRound(score_candidates(pool.index, one, q.text, v if vectors else None,
                                                  None), list(g), q.text, v)

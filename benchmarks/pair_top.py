@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from hopgraph.retrieve.multihop import (  # noqa: E402
     MultihopParams,
     corpus_lexical_weight,
     final_order,
+    score_candidates,
 )
 from hopgraph.text.ner import strip_disambiguator  # noqa: E402
 from hopgraph.text.tokenize import Tokenizer  # noqa: E402
@@ -119,12 +121,7 @@ class Ranked:
 
 def ranked_set(pool: Any, booster: Any, k: int) -> list[tuple[Ranked, list[int]]]:
     """Each question of ``pool`` ranked by the default's two rounds under ``booster``."""
-    s = MultihopParams().settings()
-    from dataclasses import replace
-
-    from hopgraph.retrieve.multihop import score_candidates
-
-    one = replace(s, chain=0)
+    one = replace(MultihopParams().settings(), chain=0)
 
     def score(found: Any) -> np.ndarray:
         return booster.predict(found.feats.X, num_threads=1)
