@@ -64,15 +64,17 @@ def protocol_args(doc: str) -> argparse.ArgumentParser:
     return ap
 
 
-def training_sets(data: Path, index_dir: Path | None) -> tuple[dict[str, Any], dict]:
+def training_sets(data: Path, index_dir: Path | None, s: Any = None) -> tuple[dict[str, Any], dict]:
     """The entity-titled training sets (name → TrainingCorpus) and every question's
-    :class:`FirstRound`, in the recipe's order."""
+    :class:`FirstRound`, in the recipe's order; ``s``: the feature settings (default: the
+    method's; with ``vectors`` off, every dense signal absent)."""
     sets = [default_index(n, f, data, index_dir, split) for n, split, f in TRAINING]
     C = {c.name: c for c in sets if corpus_kind(c.index) == "entity_titles"}
-    one = replace(MultihopParams().settings(), chain=0)
+    one = replace(s or MultihopParams().settings(), chain=0)
     t0, rounds = time.time(), {}
     for n, c in C.items():
         for qi, (q, v, g) in enumerate(zip(c.dataset.questions, c.qvecs, c.gold_rows, strict=True)):
+            v = v if one.vectors else None
             found = score_candidates(c.index, one, q.text, v, None)
             rounds[(n, qi)] = FirstRound(found, list(g), q.text, v)
     print(f"first rounds: {len(rounds)} questions, {time.time() - t0:.0f} s", file=sys.stderr)
@@ -105,15 +107,17 @@ Runs = Callable[[Any, str, np.ndarray, Any], dict[str, Any]]
 """(pool, question text, query vector, first round) → {row label: the last round (scored)}."""
 
 
-def evaluate(pool: Any, runs: Runs) -> dict[str, dict]:
+def evaluate(pool: Any, runs: Runs, s: Any = None) -> dict[str, dict]:
     """Every row of ``runs`` over the pool's questions: the default's final order
-    (:func:`~hopgraph.retrieve.multihop.final_order`) scored against the gold passages."""
-    s = MultihopParams().settings()
+    (:func:`~hopgraph.retrieve.multihop.final_order`) scored against the gold passages;
+    ``s``: the feature settings (default: the method's)."""
+    s = s or MultihopParams().settings()
     one = replace(s, chain=0)
-    weight = corpus_lexical_weight(pool.index, True)
+    weight = corpus_lexical_weight(pool.index, s.vectors)
     ids = pool.index.corpus.ids
     rows: dict[str, list] = {}
     for q, v in zip(pool.dataset.questions, pool.qvecs, strict=True):
+        v = v if s.vectors else None
         first = score_candidates(pool.index, one, q.text, v, None)
         for label, found in runs(pool, q.text, v, first).items():
             order = found.rows[final_order(found, weight, s.k_rrf)[0]]
