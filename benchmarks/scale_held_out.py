@@ -4,18 +4,21 @@ own-page boost tried as a lever at scale.
 
     PYTHONPATH=src .venv/bin/python benchmarks/scale_held_out.py --data-dir ../shared/data \
         --held-out 2wikimultihopqa --scale 2wikimultihopqa:IX100k,2wikimultihopqa:IX1M \
-        [--boosts 10] [--out FILE.json]
+        [--query-vectors] [--train-scale musique_train:IXM,...] [--boosts 10] [--out FILE.json]
 
 The shipped ranker was fitted on the dev questions that ``first_search.py`` buries in its scale
-corpora, so its recall there is in-sample: it knows the pool's questions, and what it learnt of
-them holds less well among a million distractors than on the pool, which widens the gap between
-the two. A new question gets neither. Here the ranker is refitted without the held-out set (the
+corpora, so its recall there is in-sample, and the gap between the pool and a scale corpus may
+not be the one a new question sees. Here the ranker is refitted without the held-out set (the
 shipped recipe's LightGBM settings, its training questions in the recipe's order:
 ``chain_protocol.py``), with and without passage vectors, and the default's two rounds are
 scored on the held-out set's own pool and grown pool (with vectors), on its own pool without
 them, and on each ``--scale`` index (``SET:INDEX``: a ``benchmarks/scale.py`` corpus holding
 SET's pool, indexed as it is: without its dense part, by the no-vector ranker; with it, by the
 full one).
+
+``--train-scale SET:INDEX,...``: a training set buried in a scale corpus (``scale.py corpus
+--dataset musique_train``); its questions as they rank there join the ranker's training (an
+experiment: docs/benchmarks.md, "The lead").
 
 ``--boosts``: the PPR walk's ``own_page_boost`` (the weight of an entity's own page among the
 pages that mention it; 10 shipped), each with the rankers refitted at that setting. When a
@@ -97,6 +100,25 @@ def with_query_vectors(pool: Any, booster: Any, model: HopRanker, s: Any, enc: E
     return summary(out)
 
 
+def scale_rounds(specs: str, data: Path, s: Any) -> dict:
+    """More training questions: each ``SET:INDEX`` of ``specs`` (a training set buried in a
+    scale corpus) gives its questions' first rounds in that index, keyed ``(SET@INDEX, i)``;
+    with passage vectors, only the indexes that hold them."""
+    out: dict = {}
+    one = replace(s, chain=0)
+    for spec in filter(None, specs.split(",")):
+        name, path = spec.split(":", 1)
+        if s.vectors and not (Path(path) / "parts" / "dense").exists():
+            continue
+        pool = ScalePool.of(name, path, data, s.vectors)
+        pos = pool.index.corpus.position
+        for qi, (q, v) in enumerate(zip(pool.dataset.questions, pool.qvecs, strict=True)):
+            found = score_candidates(pool.index, one, q.text, v, None)
+            gold = [pos(g) for g in q.gold]
+            out[(f"{name}@{Path(path).name}", qi)] = protocol.FirstRound(found, gold, q.text, v)
+    return out
+
+
 def rows_for(boost: float, args: Any, data: Path) -> dict[str, Any]:
     base = replace(MultihopParams().settings(), own_page_boost=boost)
     out: dict[str, Any] = {}
@@ -104,12 +126,14 @@ def rows_for(boost: float, args: Any, data: Path) -> dict[str, Any]:
     for vectors in (True, False):
         s = replace(base, vectors=vectors)
         C, rounds = protocol.training_sets(data, args.index_dir, s)
+        rounds_all = {**rounds, **scale_rounds(args.train_scale, data, s)}
 
-        def features(it: tuple, rounds: dict = rounds) -> np.ndarray:
+        def features(it: tuple, rounds: dict = rounds_all) -> np.ndarray:
             return rounds[it].found.feats.X
 
         for E in args.held_out.split(","):
-            booster = protocol.fit_ranker(rounds, [it for it in rounds if it[0] != E], features, {})
+            items = [it for it in rounds_all if it[0].split("@")[0] != E]
+            booster = protocol.fit_ranker(rounds_all, items, features, {})
 
             def runs(
                 pool: Any, text: str, v: Any, first: Any, booster: Any = booster, s: Any = s
@@ -148,6 +172,11 @@ def main() -> None:
     ap.set_defaults(held_out="musique_train,hotpotqa_train,musique,hotpotqa,2wikimultihopqa")
     ap.add_argument("--boosts", default="10", help="own_page_boost values, each refitted")
     ap.add_argument("--scale", default="", help="SET:INDEX,...: scale indexes holding SET's pool")
+    ap.add_argument(
+        "--train-scale", default="",
+        help="SET:INDEX,...: training sets buried in scale corpora, their questions there "
+        "added to the ranker's training (the set held out leaves its own out)",
+    )  # fmt: skip
     ap.add_argument(
         "--query-vectors", action="store_true",
         help=f"also the searchable stage's default: the no-vector top {TOP} reranked with "
