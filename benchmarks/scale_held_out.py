@@ -100,14 +100,24 @@ def with_query_vectors(pool: Any, booster: Any, model: HopRanker, s: Any, enc: E
     return summary(out)
 
 
-def scale_rounds(specs: str, data: Path, s: Any) -> dict:
+def index_specs(specs: str, flag: str) -> list[tuple[str, str]]:
+    """``SET:INDEX,...`` → [(set, index folder)], each folder an index (a clear error if not)."""
+    out = []
+    for spec in filter(None, specs.split(",")):
+        name, sep, path = spec.partition(":")
+        if not sep or not name or not (Path(path) / "manifest.json").exists():
+            raise SystemExit(f"error: {flag} {spec!r}: expected SET:INDEX, INDEX an index folder")
+        out.append((name, path))
+    return out
+
+
+def scale_rounds(specs: list[tuple[str, str]], data: Path, s: Any) -> dict:
     """More training questions: each ``SET:INDEX`` of ``specs`` (a training set buried in a
     scale corpus) gives its questions' first rounds in that index, keyed ``(SET@INDEX, i)``;
     with passage vectors, only the indexes that hold them."""
     out: dict = {}
     one = replace(s, chain=0)
-    for spec in filter(None, specs.split(",")):
-        name, path = spec.split(":", 1)
+    for name, path in specs:
         if s.vectors and not (Path(path) / "parts" / "dense").exists():
             continue
         pool = ScalePool.of(name, path, data, s.vectors)
@@ -146,8 +156,7 @@ def rows_for(boost: float, args: Any, data: Path) -> dict[str, Any]:
             pools = protocol.pools(E, C, data, Path(args.work), args.index_dir)
             if not vectors:
                 pools = {"own": pools["own"]}
-            for spec in filter(None, args.scale.split(",")):
-                name, path = spec.split(":", 1)
+            for name, path in args.scale:
                 has = (Path(path) / "parts" / "dense").exists()
                 if name == E and has == vectors:
                     pools[Path(path).name] = ScalePool.of(name, path, data, vectors)
@@ -183,6 +192,8 @@ def main() -> None:
         "vectors encoded at query time (the reranker nested as no_vector_rerank.py's)",
     )  # fmt: skip
     args = ap.parse_args()
+    args.scale = index_specs(args.scale, "--scale")
+    args.train_scale = index_specs(args.train_scale, "--train-scale")
     data = Path(args.data_dir)
     report: dict[str, Any] = {}
     if args.out and Path(args.out).exists():
