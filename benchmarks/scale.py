@@ -501,29 +501,49 @@ def _eval(
     return {r["base_method"]: {k: round(r[k], 4) for k in keys} for r in rows}
 
 
+def built_index(
+    dataset: str,
+    n: int,
+    work: str | os.PathLike[str],
+    data_dir: str | os.PathLike[str],
+    seed: int = 0,
+    sets: Sequence[str] = (),
+    batch_size: int | None = None,
+    sources: Sequence[str] = SOURCES,
+) -> tuple[Path, Path]:
+    """``WORK/<dataset>-<n>/corpus`` and its default index ``…/index``, each made where missing:
+    the corpus by :func:`make_corpus`, the index by ``hopgraph index --resume`` in its own
+    process (a stopped build continues where it stopped), its wall seconds and peak RSS in
+    ``…/build.json``. The scale benchmark's corpora, and the ranker recipe's scale training sets
+    (benchmarks/default_ranker.py)."""
+    root = Path(work).resolve() / f"{dataset}-{n}"
+    corpus, index = root / "corpus", root / "index"
+    if not (corpus / "scale.json").exists():
+        make_corpus(dataset, n, corpus, data_dir, seed, sources=sources, progress=True)
+    if not (index / "manifest.json").exists():
+        cmd = _hopgraph("index", str(corpus), "-o", str(index), "--resume")
+        cmd += ["--batch-size", str(batch_size)] if batch_size else []  # None: the CLI's
+        for s in sets:
+            cmd += ["--set", s]
+        build = _measured(cmd)
+        summary = {"wall_seconds": round(build["seconds"], 1),
+                   "peak_rss_mb": round(build["peak_rss_mb"])}  # fmt: skip
+        (root / "build.json").write_text(json.dumps(summary))
+    return corpus, index
+
+
 def run_cmd(args: argparse.Namespace) -> None:
     data_dir = args.data_dir or os.environ.get("HOPGRAPH_DATA")
     if not data_dir:
         raise SystemExit("error: give --data-dir or set HOPGRAPH_DATA")
     key = f"{args.dataset}-{args.n}"
     root = Path(args.work).resolve() / key
-    corpus, index = root / "corpus", root / "index"
-    if not (corpus / "scale.json").exists():
-        make_corpus(args.dataset, args.n, corpus, data_dir, args.seed, progress=True)
+    corpus, index = built_index(
+        args.dataset, args.n, args.work, data_dir, args.seed, args.sets, args.batch_size
+    )
     result: dict[str, Any] = {"dataset": args.dataset, "n": args.n, "machine": machine()}
     result["index_options"] = list(args.sets)
-    if not (index / "manifest.json").exists():
-        cmd = _hopgraph("index", str(corpus), "-o", str(index), "--resume")
-        cmd += ["--batch-size", str(args.batch_size)]
-        for s in args.sets:
-            cmd += ["--set", s]
-        build = _measured(cmd)
-        result["build"] = {
-            "wall_seconds": round(build["seconds"], 1),
-            "peak_rss_mb": round(build["peak_rss_mb"]),
-        }
-        (root / "build.json").write_text(json.dumps(result["build"]))
-    elif (root / "build.json").exists():
+    if (root / "build.json").exists():
         result["build"] = json.loads((root / "build.json").read_text())
     manifest = json.loads((index / "manifest.json").read_text())
     parts = {

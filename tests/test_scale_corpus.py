@@ -183,3 +183,19 @@ def test_skip_pool_titles_leaves_out_other_versions_of_pool_pages(scale, small_d
     assert skipped["pool_titles_skipped"] == {"wiki_c": 1}
     pool_titles = {r["title"] for r in pool}
     assert sum(r["title"] in pool_titles for r in skip_rows) == len(pool)  # only the pool's own
+
+
+def test_built_index_makes_corpus_and_index_once(scale, small_data, tmp_path):
+    """The scale benchmark's and the ranker recipe's corpora: made, indexed with `hopgraph index`
+    (the default parts), and found again rather than rebuilt."""
+    work = tmp_path / "work"
+    corpus, index = scale.built_index("demo", 200, work, small_data, sources=SOURCES)
+    assert (corpus, index) == (work / "demo-200" / "corpus", work / "demo-200" / "index")
+    manifest = json.loads((index / "manifest.json").read_text())
+    assert sorted(manifest["parts"]) == ["dense", "entities", "sparse"]
+    assert len(_lines(corpus / "corpus.jsonl")) == 200
+    build = work / "demo-200" / "build.json"
+    assert json.loads(build.read_text())["wall_seconds"] > 0
+    stamp = (build.stat().st_mtime_ns, (index / "manifest.json").stat().st_mtime_ns)
+    assert scale.built_index("demo", 200, work, small_data, sources=SOURCES) == (corpus, index)
+    assert (build.stat().st_mtime_ns, (index / "manifest.json").stat().st_mtime_ns) == stamp
