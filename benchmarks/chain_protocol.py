@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from default_ranker import TRAINING, default_index
+from default_ranker import SCALE_WORK, TRAINING, default_index, scale_corpora
 from hop_encoder import summary
 from realistic_pools import SIZES, grown_pool
 
@@ -64,11 +64,38 @@ def protocol_args(doc: str) -> argparse.ArgumentParser:
     return ap
 
 
-def training_sets(data: Path, index_dir: Path | None, s: Any = None) -> tuple[dict[str, Any], dict]:
+def scale_args(ap: argparse.ArgumentParser) -> None:
+    """``--scale-work`` and ``--no-scale``: where the recipe's scale training sets are, or
+    none (a protocol that trains as the shipped recipe does)."""
+    ap.add_argument(
+        "--scale-work",
+        default=str(SCALE_WORK),
+        help="the recipe's scale training corpora and indexes (made where missing)",
+    )
+    ap.add_argument("--no-scale", action="store_true", help="without the scale training sets")
+
+
+def scale_work(args: argparse.Namespace) -> Path | None:
+    """The folder of ``scale_args``' training sets, or None without them."""
+    return None if args.no_scale else Path(args.scale_work)
+
+
+def set_of(name: str) -> str:
+    """The set a training set's questions are: ``musique_train@100000`` (a set buried in a scale
+    corpus) is ``musique_train``; a set held out leaves out both."""
+    return name.split("@")[0]
+
+
+def training_sets(
+    data: Path, index_dir: Path | None, s: Any = None, scale_work: Path | None = None
+) -> tuple[dict[str, Any], dict]:
     """The entity-titled training sets (name → TrainingCorpus) and every question's
     :class:`FirstRound`, in the recipe's order; ``s``: the feature settings (default: the
-    method's; with ``vectors`` off, every dense signal absent)."""
+    method's; with ``vectors`` off, every dense signal absent). ``scale_work``: also the
+    recipe's scale training sets (``default_ranker.SCALE``, their corpora and indexes there),
+    last, as the recipe orders them."""
     sets = [default_index(n, f, data, index_dir, split) for n, split, f in TRAINING]
+    sets += scale_corpora(data, scale_work) if scale_work else []
     C = {c.name: c for c in sets if corpus_kind(c.index) == "entity_titles"}
     one = replace(s or MultihopParams().settings(), chain=0)
     t0, rounds = time.time(), {}

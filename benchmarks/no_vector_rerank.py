@@ -112,8 +112,10 @@ def train_data(C: dict, nv: dict, held: Collection[str], n: int) -> list[Candida
     """The reranker's training tops: every set but the ``held`` ones, each ranked by a no-vector
     ranker fitted without it (and without the ``held`` ones)."""
     out = []
-    for T in (t for t in C if t not in held):
-        items = [it for it in nv if it[0] != T and it[0] not in held]
+    held = {protocol.set_of(h) for h in held}
+    for T in (t for t in C if protocol.set_of(t) not in held):
+        out_of = {protocol.set_of(T), *held}
+        items = [it for it in nv if protocol.set_of(it[0]) not in out_of]
         inner = protocol.fit_ranker(nv, items, lambda it: nv[it].found.feats.X, {})
         t_rounds = {qi: nv[(T, qi)] for qi in range(len(C[T].dataset.questions))}
         for rows, X, gold, _ in tops(C[T], t_rounds, inner, n):
@@ -126,7 +128,9 @@ def ship(C: dict, nv: dict, path: str | Path, held: Collection[str] = ()) -> Non
     ``path``: with none held, the packaged one."""
     data = train_data(C, nv, held, TOP)
     meta = {
-        "trained_on": {n: len(c.dataset.questions) for n, c in C.items() if n not in held},
+        "trained_on": {
+            n: len(c.dataset.questions) for n, c in C.items() if protocol.set_of(n) not in held
+        },
         "top": TOP,
         "lightgbm": LGB_PARAMS,
         "recipe": "benchmarks/no_vector_rerank.py --ship",
@@ -141,9 +145,10 @@ def main() -> None:
     ap.add_argument("--top", default=str(TOP), help="passages reranked (comma-separated)")
     ap.add_argument("--ship", default=None, nargs="?", const=str(SHIPPED),
                     help="fit on every set and write the packaged reranker (or FILE)")  # fmt: skip
+    protocol.scale_args(ap)
     args = ap.parse_args()
     data = Path(args.data_dir)
-    C, _ = protocol.training_sets(data, args.index_dir)
+    C, _ = protocol.training_sets(data, args.index_dir, scale_work=protocol.scale_work(args))
     nv = first_rounds(C, False)
     if args.ship:
         ship(C, nv, args.ship)
@@ -152,9 +157,9 @@ def main() -> None:
     report: dict[str, Any] = {}
     for E in args.held_out.split(","):
         t0 = time.time()
-        full = protocol.fit_ranker(wv, [it for it in wv if it[0] != E],
+        full = protocol.fit_ranker(wv, [it for it in wv if protocol.set_of(it[0]) != E],
                                    lambda it: wv[it].found.feats.X, {})  # fmt: skip
-        bare = protocol.fit_ranker(nv, [it for it in nv if it[0] != E],
+        bare = protocol.fit_ranker(nv, [it for it in nv if protocol.set_of(it[0]) != E],
                                    lambda it: nv[it].found.feats.X, {})  # fmt: skip
         for name, pool in protocol.pools(E, C, data, Path(args.work), args.index_dir).items():
             ids, qs = pool.index.corpus.ids, pool.dataset.questions

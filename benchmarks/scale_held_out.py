@@ -16,9 +16,11 @@ them, and on each ``--scale`` index (``SET:INDEX``: a ``benchmarks/scale.py`` co
 SET's pool, indexed as it is: without its dense part, by the no-vector ranker; with it, by the
 full one).
 
-``--train-scale SET:INDEX,...``: a training set buried in a scale corpus (``scale.py corpus
---dataset musique_train``); its questions as they rank there join the ranker's training (an
-experiment: docs/benchmarks.md, "The lead").
+The training questions are the shipped recipe's (``default_ranker.py``), the train sets buried
+in 100k passages included (``--scale-work``; ``--no-scale``: the recipe before them, the rows
+measured before they were shipped). ``--train-scale SET:INDEX,...``: more training sets buried
+in scale corpora (``scale.py corpus --dataset musique_train``), their questions as they rank
+there added to the ranker's training (how the recipe's scale sets were first tried).
 
 ``--boosts``: the PPR walk's ``own_page_boost`` (the weight of an entity's own page among the
 pages that mention it; 10 shipped), each with the rankers refitted at that setting. When a
@@ -135,14 +137,14 @@ def rows_for(boost: float, args: Any, data: Path) -> dict[str, Any]:
     enc = None
     for vectors in (True, False):
         s = replace(base, vectors=vectors)
-        C, rounds = protocol.training_sets(data, args.index_dir, s)
+        C, rounds = protocol.training_sets(data, args.index_dir, s, protocol.scale_work(args))
         rounds_all = {**rounds, **scale_rounds(args.train_scale, data, s)}
 
         def features(it: tuple, rounds: dict = rounds_all) -> np.ndarray:
             return rounds[it].found.feats.X
 
         for E in args.held_out.split(","):
-            items = [it for it in rounds_all if it[0].split("@")[0] != E]
+            items = [it for it in rounds_all if protocol.set_of(it[0]) != E]
             booster = protocol.fit_ranker(rounds_all, items, features, {})
 
             def runs(
@@ -191,6 +193,7 @@ def main() -> None:
         help=f"also the searchable stage's default: the no-vector top {TOP} reranked with "
         "vectors encoded at query time (the reranker nested as no_vector_rerank.py's)",
     )  # fmt: skip
+    protocol.scale_args(ap)
     args = ap.parse_args()
     args.scale = index_specs(args.scale, "--scale")
     args.train_scale = index_specs(args.train_scale, "--train-scale")
