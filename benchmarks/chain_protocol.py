@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 from default_ranker import SCALE_WORK, TRAINING, default_index, scale_corpora
+from default_ranker import set_of as set_of  # the protocols call it protocol.set_of
 from hop_encoder import summary
 from realistic_pools import SIZES, grown_pool
 
@@ -78,12 +79,6 @@ def scale_args(ap: argparse.ArgumentParser) -> None:
 def scale_work(args: argparse.Namespace) -> Path | None:
     """The folder of ``scale_args``' training sets, or None without them."""
     return None if args.no_scale else Path(args.scale_work)
-
-
-def set_of(name: str) -> str:
-    """The set a training set's questions are: ``musique_train@100000`` (a set buried in a scale
-    corpus) is ``musique_train``; a set held out leaves out both."""
-    return name.split("@")[0]
 
 
 def training_sets(

@@ -116,6 +116,12 @@ def default_index(
     return TrainingCorpus.of(name, family, index, ds)
 
 
+def set_of(name: str) -> str:
+    """The set a training set's questions are: ``musique_train@100000`` (a set buried in a scale
+    corpus) is ``musique_train``; a set held out leaves out both."""
+    return name.split("@")[0]
+
+
 def scale_corpora(data_dir: Path, work: Path, n: int = SCALE_N) -> list[TrainingCorpus]:
     """The sets of :data:`SCALE`, each buried in an ``n``-passage corpus under ``work`` (made and
     indexed there where missing, with ``hopgraph index``: about 10 minutes each at 100k on 2

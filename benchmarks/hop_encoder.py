@@ -4,7 +4,7 @@
         [--epochs 2] [--anchors 3] [--models-dir WORK/hop-encoders] [--out FILE.json] \
         [--backend torch|onnx-fp32|onnx-int8] [--max-len 160] [--freeze-embeddings] \
         [--layers 0,3,5] [--synthetic N [--synthetic-kind bridge]] [--gate] [--bf16] [--seed N]
-        [--ensemble 0,1 | --full-encoder]
+        [--ensemble 0,1 | --full-encoder] [--scale-work DIR]
     .venv/bin/python benchmarks/hop_encoder.py --ship src/hopgraph/models/hop-encoder \
         --freeze-embeddings --gate --data-dir ../shared/data --models-dir WORK   # make hop-encoder
 
@@ -48,6 +48,11 @@ evaluated questions (the ranker's training features stay fp32), as ``multihop``'
 ``--ensemble 0,1`` makes each fold's encoder the mean of those draws' hop vectors;
 ``--full-encoder`` gives the evaluated questions the features of one encoder trained on every
 training chain (as the shipped encoder is trained) in place of the two fold encoders' mean.
+``--scale-work DIR`` also fits the ranker on the shipped ranker's scale training sets
+(``default_ranker.SCALE``: the train sets buried in 100k passages, their corpora and indexes in
+DIR, made there where missing), last, as the default's recipe does since issue 38. Their
+questions are the train sets' own, so each gets the hop features of the fold encoder that did not
+train on it; the encoders' training chains do not change.
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from default_ranker import TRAINING, default_index  # noqa: E402
+from default_ranker import SCALE_WORK, TRAINING, default_index, scale_corpora, set_of  # noqa: E402
 from realistic_pools import SIZES, grown_pool  # noqa: E402
 
 from hopgraph.eval.metrics import compute_all  # noqa: E402
@@ -261,6 +266,11 @@ def main() -> None:
         help="the evaluated questions' hop features from one encoder trained on every training "
         "chain, as --ship trains the shipped one (not the mean of the two fold encoders')",
     )  # fmt: skip
+    ap.add_argument(
+        "--scale-work", nargs="?", const=str(SCALE_WORK), default=None,
+        help="also fit the ranker on the recipe's scale training sets, their corpora and "
+        f"indexes in this folder (default {SCALE_WORK}; made where missing)",
+    )  # fmt: skip
     args = ap.parse_args()
     if args.full_encoder and (args.ship or args.ensemble or args.backend != "torch"):
         raise SystemExit("error: --full-encoder is a held-out experiment in PyTorch, one draw")
@@ -299,6 +309,16 @@ def main() -> None:
     shuffled = list(train_items)
     random.Random(0).shuffle(shuffled)
     folds = [shuffled[0::2], shuffled[1::2]]
+    S = {}  # the scale training sets: the ranker's, after the others (the recipe's order)
+    for c in scale_corpora(data, Path(args.scale_work)) if args.scale_work else []:
+        if corpus_kind(c.index) == "entity_titles" and set_of(c.name) != E:
+            S[c.name] = c
+    scale_items = []
+    for n, c in S.items():
+        for qi, (q, v, g) in enumerate(zip(c.dataset.questions, c.qvecs, c.gold_rows, strict=True)):
+            cands[(n, qi)] = (score_candidates(c.index, one, q.text, v, None), list(g), q.text)
+            scale_items.append((n, qi))
+    ranker_items = train_items + scale_items
     shares = (0.0, 0.5, 0.5) if args.synthetic_kind == "both" else (0.0, 1.0, 0.0)
     synthetic = synthetic_chains(C, one, args.synthetic, cands, shares) if args.synthetic else []
     models_dir = Path(args.models_dir) if args.models_dir else None
@@ -328,13 +348,17 @@ def main() -> None:
         cols = HopColumns([models[k]], args.anchors)
         for it in folds[k]:
             X_extra[it] = cols(C[it[0]].index, cands[it][2], cands[it][0])
+        held = set(folds[k])  # a scale copy of a question: the encoder that did not train on it
+        for it in scale_items:
+            if (set_of(it[0]), it[1]) in held:
+                X_extra[it] = cols(S[it[0]].index, cands[it][2], cands[it][0])
 
     if args.full_encoder:  # the evaluated questions' encoder: every training chain
         path = models_dir / f"{E}-full{variant}" if models_dir else None
         models = [encoder(pairs_of(train_items + synthetic), args, path)]
 
     def fit(extra: bool, chains_only: bool = False) -> Any:
-        items = [it for it in train_items if not (chains_only and is_comparison(cands[it][2]))]
+        items = [it for it in ranker_items if not (chains_only and is_comparison(cands[it][2]))]
         X = [np.column_stack([cands[it][0].feats.X, X_extra[it]]) if extra
              else cands[it][0].feats.X for it in items]  # fmt: skip
         y = [np.isin(cands[it][0].rows, cands[it][1]).astype(int) for it in items]
@@ -354,7 +378,7 @@ def main() -> None:
     if args.ship:  # the ranker: fitted on the chain questions only with --gate
         pairs = pairs_of(train_items + synthetic)
         label = "+ hop encoder (chains)" if args.gate else "+ hop encoder"
-        ranked = [it for it in train_items if not (args.gate and is_comparison(cands[it][2]))]
+        ranked = [it for it in ranker_items if not (args.gate and is_comparison(cands[it][2]))]
         ship(Path(args.ship), args, pairs, boosters[label][0], train_items, ranked)
         return
     pools = {"own": C[E]}
@@ -416,6 +440,7 @@ def main() -> None:
               "seed": args.seed,
               "ensemble": args.ensemble,
               "full_encoder": args.full_encoder,
+              "scale_sets": list(S),
               "pools": results,
               "encode_ms_p50": p50(boosters["+ hop encoder"][1])}  # fmt: skip
     if args.bf16:
