@@ -54,8 +54,9 @@ TRAINING = [
     ("scifact", "train", "scifact"),
 ]
 # The table sets (serialised tables, converted from Spider / BIRD: benchmarks/grapher.py) train
-# the plain_titles model only: added to the entity_titles model, Spider (whose table names pass
-# the entity-title test) cost HotpotQA 0.8 and 2Wiki 1.2 points of R@5, set held out.
+# the plain_titles model only, the one that ranks them (a corpus of tables gets no title aliases:
+# index/detect.py): added to the entity_titles model, Spider cost HotpotQA 0.8 and 2Wiki 1.2
+# points of R@5, set held out.
 TABLES = ("spider", "bird")
 # The train sets again, each buried in a 100k-passage corpus (benchmarks/scale.py: its pool, every
 # other set's real passages, synthetic wiki-like ones): the same questions with the features a

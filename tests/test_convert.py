@@ -24,6 +24,7 @@ from hopgraph.corpus import (
     write_unified,
 )
 from hopgraph.errors import ConfigError, CorpusError, HopgraphError
+from hopgraph.index.detect import detect_settings
 
 # --------------------------------------------------------------------------- sql_tables
 
@@ -173,7 +174,11 @@ def test_tables_dataset_passages(tmp_path):
     singer = ds.corpus.get("concerts.singer")
     assert singer.title == "singer"
     assert singer.text == "Table singer. Columns: Singer_ID, Name, Ctry (country)."
-    assert singer.metadata == {"db_id": "concerts", "links": ["concerts.singer_in_concert"]}
+    assert singer.metadata == {
+        "db_id": "concerts",
+        "kind": "table",
+        "links": ["concerts.singer_in_concert"],
+    }
     link = ds.corpus.get("concerts.singer_in_concert")
     assert link.metadata["links"] == ["concerts.concert", "concerts.singer"]
     assert link.text == "Table singer_in_concert. Columns: concert_ID, Singer_ID."
@@ -301,6 +306,7 @@ def test_write_unified_round_trip_tables(tmp_path):
         "title": "Animals",
         "text": "Table Animals (zoo animals). Columns: id, keeper.",
         "db_id": "zoo",
+        "kind": "table",
         "links": [],
     }
     umask = os.umask(0)
@@ -535,6 +541,10 @@ def test_real_spider_gold_matches_spider_parse(data_dir):
         assert set(q.gold) == expected, rec["query"]
     sizes = collections.Counter(min(len(q.gold), 3) for q in ds.questions)
     assert sizes == {1: 283, 2: 213, 3: 21}
+    # half its table names pass the name test one by one; as tables they get no title aliases
+    why = detect_settings(ds.corpus)["why"]
+    assert why["name_like_share"] > 0.5 and why["table_share"] == 1.0
+    assert "title aliases off" in why["reason"]
 
 
 @pytest.mark.data

@@ -69,6 +69,20 @@ def test_other_titles_get_no_aliases(titles, failed):
     assert failed in d["why"]["reason"] and "title aliases off" in d["why"]["reason"]
 
 
+def test_database_tables_get_no_aliases_however_capitalised():
+    # Spider's table names pass the name test one by one ("Customers", "Department_Store_Chain")
+    names = ["Customers", "Staff", "Department_Store_Chain", "Products", "Claims", "Parts"]
+    meta = {"db_id": "shop", "kind": "table"}
+    tables = Corpus([Passage(f"shop.{t}", t, f"Table {t}. Columns: id.", meta) for t in names])
+    assert title_stats(names)["name_like_share"] == 1.0
+    d = detect_settings(tables)
+    assert d["entities"] == {"title_aliases": False, "alias_mentions": False}
+    assert d["why"]["table_share"] == 1.0
+    assert "100% of documents are database tables" in d["why"]["reason"]
+    # the same titles, not tables: aliases on
+    assert detect_settings(_corpus(names))["entities"]["title_aliases"] is True
+
+
 def test_title_stats_ignore_disambiguators():
     s = title_stats(["Velmora (river)", "Velmora (ship)", "Kiss and Tell (1945 film)", ""])
     assert s["passages"] == 4 and s["titled_share"] == 0.75

@@ -232,6 +232,11 @@ def sql_tables(sql: str, tables: Sequence[str]) -> list[str]:
 # --------------------------------------------------------------------------- Spider / BIRD
 
 
+TABLE_KIND = "table"
+"""The ``kind`` in a serialised table's metadata: a table's name is a schema's word, not an
+entity's (``index.detect`` turns title aliases off for a corpus of tables)."""
+
+
 def _norm_name(s: str) -> str:
     return " ".join(s.lower().replace("_", " ").split())
 
@@ -292,7 +297,7 @@ def _schema_passages(schema: dict[str, Any], where: _Where) -> list[Passage]:
         text = f"Table {_named(table, natural[i])}."
         if columns[i]:
             text += " Columns: " + ", ".join(columns[i]) + "."
-        meta = {"db_id": db_id, "links": sorted({ids[k] for k in links[i]})}
+        meta = {"db_id": db_id, "kind": TABLE_KIND, "links": sorted({ids[k] for k in links[i]})}
         passages.append(Passage(ids[i], table, text, meta))
     return passages
 

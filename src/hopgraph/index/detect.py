@@ -13,7 +13,10 @@ passages) and turns the aliases on when
 - the titles are mostly distinct (share of distinct titles ≥ :data:`MIN_DISTINCT`; a title
   owning many documents is no entity page),
 - they are short (median ≤ :data:`MAX_MEDIAN_WORDS` words, disambiguator excluded),
-- and most look like names (share ≥ :data:`MIN_NAME_LIKE`, see :func:`looks_like_name`).
+- most look like names (share ≥ :data:`MIN_NAME_LIKE`, see :func:`looks_like_name`),
+- and most are not database tables (passages whose metadata say ``"kind": "table"``, as
+  ``hopgraph convert tables`` writes them: a table's name is a schema's word, ``Customers`` or
+  ``Singer_in_concert``, not an entity's, however capitalised; share < :data:`MAX_TABLES`).
 
 The measurements are taken over *documents*: passages that carry a ``doc_id`` (the chunks of one
 file of a folder of documents, of one long passage cut by ``--chunk-words``) count once, with
@@ -32,6 +35,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hopgraph.corpus import Corpus
+from hopgraph.corpus.convert import TABLE_KIND
 from hopgraph.text.ner import strip_disambiguator
 
 MIN_TITLED = 0.5
@@ -39,6 +43,7 @@ MIN_DISTINCT = 0.5
 MAX_MEDIAN_WORDS = 6
 MIN_NAME_LIKE = 0.5
 MAX_NAME_WORDS = 6
+MAX_TABLES = 0.5
 
 DETECTED_PARTS: tuple[str, ...] = ("entities",)
 """The parts whose options :func:`detect_settings` sets."""
@@ -75,22 +80,29 @@ def looks_like_name(title: str) -> bool:
     return capitalised * 2 >= len(content)
 
 
-def document_titles(passages: Iterable[Any]) -> tuple[list[str], int]:
+def document_titles(passages: Iterable[Any]) -> tuple[list[str], int, int]:
     """The title of each document of ``passages`` (the first passage of each ``doc_id``; a
-    passage without one is its own document), and the number of passages."""
+    passage without one is its own document), the number of passages, and how many of the
+    documents are database tables (metadata ``kind`` :data:`TABLE_KIND`)."""
     titles: dict[str, str] = {}
+    tables: set[str] = set()
     n = 0
     for p in passages:
         n += 1
         meta = p.metadata or {}
         key = f"doc:{meta['doc_id']}" if "doc_id" in meta else f"id:{p.id}"
         titles.setdefault(key, p.title)
-    return list(titles.values()), n
+        if meta.get("kind") == TABLE_KIND:
+            tables.add(key)
+    return list(titles.values()), n, len(tables)
 
 
-def title_stats(titles: Iterable[str], passages: int | None = None) -> dict[str, Any]:
+def title_stats(
+    titles: Iterable[str], passages: int | None = None, tables: int = 0
+) -> dict[str, Any]:
     """The measurements :func:`detect_settings` decides on (shares in [0, 1], rounded), over
-    ``titles`` (one per document); ``passages``: how many passages they came from."""
+    ``titles`` (one per document); ``passages``: how many passages they came from; ``tables``:
+    how many of the documents are database tables."""
     all_titles = [(t or "").strip() for t in titles]
     n = len(all_titles)
     titled = [t for t in all_titles if t]
@@ -101,6 +113,7 @@ def title_stats(titles: Iterable[str], passages: int | None = None) -> dict[str,
         "documents": n,
         "titled_share": round(len(titled) / n, 4) if n else 0.0,
         "distinct_share": round(len(counts) / len(titled), 4) if titled else 0.0,
+        "table_share": round(tables / n, 4) if n else 0.0,
         "median_title_words": float(statistics.median(words)) if words else 0.0,
         "name_like_share": (
             round(sum(looks_like_name(t) for t in titled) / len(titled), 4) if titled else 0.0
@@ -116,9 +129,14 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
     is a part's options (as ``Index.build`` takes them); ``"why"`` holds the measurements of
     :func:`title_stats`, the thresholds, and a sentence saying what was decided.
     """
-    titles, n_passages = document_titles(corpus)
-    stats = title_stats(titles, n_passages)
+    titles, n_passages, tables = document_titles(corpus)
+    stats = title_stats(titles, n_passages, tables)
     failed = []
+    if stats["table_share"] >= MAX_TABLES:
+        failed.append(
+            f"{stats['table_share']:.0%} of documents are database tables (>= {MAX_TABLES:.0%}: "
+            "their names are a schema's, not entities')"
+        )
     if stats["titled_share"] < MIN_TITLED:
         failed.append(f"{stats['titled_share']:.0%} of documents have a title (< {MIN_TITLED:.0%})")
     else:
@@ -155,6 +173,7 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
                 "min_distinct_share": MIN_DISTINCT,
                 "max_median_title_words": MAX_MEDIAN_WORDS,
                 "min_name_like_share": MIN_NAME_LIKE,
+                "max_table_share": MAX_TABLES,
             },
             "reason": reason,
         },
