@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from hopgraph.graph import ppr_exact, ppr_power, ppr_power_local, ppr_push, row_normalize
+from hopgraph.graph.ppr import ppr_local
 
 
 def random_graph(n: int, density: float, seed: int, dangling: bool = False) -> sp.csr_matrix:
@@ -114,3 +115,19 @@ def test_local_power_loses_mass_only_by_skipping_and_converges_as_eps_shrinks():
     assert errors[-1] < 1e-9
     with pytest.raises(ValueError, match="eps must be >= 0"):
         ppr_power_local(P, s, 0.15, 5, eps=-1.0)
+
+
+def test_local_from_seed_entries_is_the_dense_local_solver():
+    P = hub_graph(300, 13)
+    s = seed_vector(300, 14)
+    want = ppr_power_local(P, s, 0.15, 5, eps=1e-4)
+    idx = np.flatnonzero(s)
+    sup, val, whole = ppr_local(P, idx, s[idx], 0.15, 5, eps=1e-4)
+    np.testing.assert_array_equal(whole, want)  # to the last bit
+    np.testing.assert_array_equal(whole[sup], val)
+    assert len(set(sup.tolist())) == len(sup)
+    outside = np.ones(300, bool)
+    outside[sup] = False
+    assert not whole[outside].any()  # the nodes the steps never touched stay zero
+    with pytest.raises(ValueError, match="eps must be >= 0"):
+        ppr_local(P, idx, s[idx], 0.15, 5, eps=-1.0)

@@ -17,10 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-try:  # numba makes the push loop ~100x faster; without it the pure-Python loop still works
-    from numba import njit
-except ImportError:  # pragma: no cover - numba is a dependency, this is a safety net
-    njit = None
+from hopgraph.jit import compiled  # numba makes the push loops ~100x faster
 
 
 def row_normalize(W: sp.spmatrix) -> sp.csr_matrix:
@@ -66,27 +63,45 @@ def ppr_power_local(
     have passed on is lost, so every entry is ≤ the exact one; ``eps=0`` gives :func:`ppr_power`
     (to rounding). ``P`` is the transition matrix in CSR (rows = out-edges, not ``Pᵀ``); ``s`` is
     one seed vector or a (nodes, queries) block, solved column by column."""
-    if eps < 0:
-        raise ValueError(f"eps must be >= 0, got {eps}")
-    P = sp.csr_matrix(P)
     s = np.asarray(s, dtype=np.float64)
     cols = s.reshape(s.shape[0], -1)
     out = np.zeros_like(cols)
-    acc = np.zeros(s.shape[0])
-    mark = np.zeros(s.shape[0], dtype=np.bool_)
     for j in range(cols.shape[1]):
         seed_idx = np.flatnonzero(cols[:, j])
-        sup, val = _local(
-            P.indptr, P.indices, P.data, seed_idx, cols[seed_idx, j], float(alpha),
-            int(max_iter), float(eps), acc, mark,
-        )  # fmt: skip
+        sup, val, _ = ppr_local(P, seed_idx, cols[seed_idx, j], alpha, max_iter, eps)
         out[sup, j] = val
     return out.reshape(s.shape)
 
 
+def ppr_local(
+    P: sp.csr_matrix,
+    seed_idx: np.ndarray,
+    seed_val: np.ndarray,
+    alpha: float,
+    max_iter: int,
+    eps: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`ppr_power_local` of one seed vector given by its non-zero entries (``seed_idx``
+    ascending, as ``np.flatnonzero`` gives them): the touched nodes, their values, and the
+    whole vector (zeros elsewhere). Nothing n-sized is written beyond the nodes the steps touch,
+    so on a graph of millions of nodes a query pays for its neighbourhood only."""
+    if eps < 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    P = sp.csr_matrix(P)
+    n = P.shape[0]
+    dense = np.zeros(n)  # the steps' accumulator; holds the result on return
+    sup, val = _local(
+        P.indptr, P.indices, P.data, np.asarray(seed_idx, np.int64),
+        np.asarray(seed_val, np.float64), float(alpha), int(max_iter), float(eps), dense,
+        np.zeros(n, dtype=np.bool_),
+    )  # fmt: skip
+    return sup, val, dense
+
+
 def _local_loop(indptr, indices, data, seed_idx, seed_val, alpha, max_iter, eps, acc, mark):  # noqa: ANN001
     """The steps of :func:`ppr_power_local` over CSR arrays, with a dense accumulator ``acc``
-    and ``mark`` (all zero / False on entry and on return) and a list of the touched nodes."""
+    and ``mark`` (all zero / False on entry) and a list of the touched nodes; on return ``acc``
+    holds the result (the values at the touched nodes, zero elsewhere)."""
     sup = seed_idx.copy()
     val = seed_val.copy()
     touched = np.empty(acc.shape[0], dtype=np.int64)
@@ -118,6 +133,8 @@ def _local_loop(indptr, indices, data, seed_idx, seed_val, alpha, max_iter, eps,
             val[k] = acc[v]
             acc[v] = 0.0
             mark[v] = False
+    for k in range(sup.shape[0]):
+        acc[sup[k]] = val[k]
     return sup, val
 
 
@@ -171,5 +188,5 @@ def _push_loop(indptr, indices, data, s, alpha, eps, max_pushes):  # noqa: ANN00
     return p
 
 
-_push = njit(cache=True, nogil=True)(_push_loop) if njit is not None else _push_loop
-_local = njit(cache=True, nogil=True)(_local_loop) if njit is not None else _local_loop
+_push = compiled(_push_loop)
+_local = compiled(_local_loop)

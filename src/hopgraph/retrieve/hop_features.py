@@ -15,18 +15,20 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from hopgraph.graph.cohesion import graph_cohesive_smoothing, shared_entity_adjacency
-from hopgraph.graph.ppr import ppr_power, ppr_power_local
+from hopgraph.graph.ppr import ppr_local, ppr_power
 from hopgraph.index import Index
+from hopgraph.ranks import top_rows
 from hopgraph.retrieve.operators import reciprocal_rank_fusion
 from hopgraph.retrieve.ranking import top_k
-from hopgraph.retrieve.seeds import entity_weights, mix_seeds, passage_weights
+from hopgraph.retrieve.seeds import entity_weights, l1_at, passage_weights
 
 ANN_EF = 256  # HNSW candidates per dense list where the graph replaces exact search (recall@10
 # against exact search 0.99 at 100k passages, 0.97 at 128: docs/benchmarks.md)
@@ -124,11 +126,27 @@ class CosineScores:
     (and per rewritten query) is what a query cannot afford; the graph gives the top list, and
     the features read the cosine of a few hundred candidates, exactly, from the stored vectors.
     Behaves as the full array for what the pipeline asks of it: ``[rows]``, ``max``, ``top``.
+    The graph is searched when ``max`` or ``top`` first asks (the rewritten queries' cosines are
+    read at rows only, unless their top lists join the candidates: ``rewrite_k``).
     """
 
     def __init__(self, dense: Any, qvec: np.ndarray, depth: int, ef: int):
         self.dense, self.qvec = dense, qvec
-        self.rows, self.sims = dense.search_ann(qvec, depth, ef)
+        self.depth, self.ef = depth, ef
+
+    @cached_property
+    def _found(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.dense.search_ann(self.qvec, self.depth, self.ef)
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The graph's top rows by cosine, best first."""
+        return self._found[0]
+
+    @property
+    def sims(self) -> np.ndarray:
+        """Their exact cosines."""
+        return self._found[1]
 
     def __getitem__(self, rows: Any) -> Any:
         if isinstance(rows, (int, np.integer)):
@@ -183,7 +201,7 @@ class FirstHop:
 
     query: str
     qvec: np.ndarray | None  # None without passage vectors (``HopSettings.vectors`` off)
-    bm25: np.ndarray
+    bm25: np.ndarray  # float32, as the sparse part scores (features widen the rows they read)
     cos: Any  # an array, CosineScores, or NO_COSINE
     ppr: np.ndarray
     b_list: np.ndarray
@@ -191,6 +209,11 @@ class FirstHop:
     p_list: np.ndarray
     fused: np.ndarray
     query_entities: np.ndarray
+    ppr_peak: float  # the best PPR (0 when none), known from the touched nodes on large graphs
+
+    @cached_property
+    def bm25_peak(self) -> float:
+        return float(self.bm25.max(initial=0.0))
 
     def rank_features(self, rows: np.ndarray) -> np.ndarray:
         """(len(rows), 4): −log(1 + rank) of each row in the bm25, dense, PPR and RRF lists
@@ -237,11 +260,11 @@ def first_hops(
     deep = min(n, max(100, s.depth))
     boost = s.own_page_boost if ents.owns is not None else 1.0
     g = ents.graph(s.hub_penalty, 0.0, 0, boost)
-    firsts = []
-    seeds = np.zeros((g.n_nodes, len(queries)))
-    for j, (query, qvec) in enumerate(zip(queries, qvecs, strict=True)):
+    local = s.ppr == "local" or (s.ppr == "auto" and n >= s.ppr_local_min_passages)
+    firsts, seeds = [], []
+    for query, qvec in zip(queries, qvecs, strict=True):
         qvec = None if dense is None else qvec
-        bm25 = np.asarray(sparse.scores(query), np.float64)
+        bm25 = sparse.scores(query)  # float32: a float64 copy costs more than the feature reads
         cos = NO_COSINE if dense is None else cosines(dense, qvec, deep)
         b_list = top_k(bm25, deep, positive_only=True)
         d_list = top_of(cos, deep)
@@ -251,23 +274,37 @@ def first_hops(
             found = list(dict.fromkeys([*found, *ents.query_entities(query, "ngram")]))
         q_ents = np.asarray(found, np.int64)
         q_ents = q_ents[g.kept[q_ents]] if q_ents.size else q_ents
-        s_e = np.zeros(g.n_nodes)
-        s_e[n + q_ents] = entity_weights(g.df[q_ents], s.entity_q)
-        s_d = np.zeros(g.n_nodes)
         top = fused[: s.seed_k]
-        s_d[top] = passage_weights(np.zeros(len(top)), "rank")
-        seeds[:, j] = mix_seeds(s_e, s_d, "l1")
+        # the seed vector (query entities, then the RRF top), L1-normalised, as its non-zeros
+        rows = np.concatenate([np.asarray(top, np.int64), n + q_ents])
+        vals = np.concatenate(
+            [passage_weights(np.zeros(len(top)), "rank"), entity_weights(g.df[q_ents], s.entity_q)]
+        )
+        order = np.argsort(rows)
+        seeds.append((rows[order], l1_at(rows[order], vals[order], g.n_nodes)))
         firsts.append((query, qvec, bm25, cos, b_list, d_list, fused, q_ents))
-    if s.ppr == "local" or (s.ppr == "auto" and n >= s.ppr_local_min_passages):
-        ppr_all = ppr_power_local(g.P, seeds, s.alpha, s.max_iter, s.ppr_eps)[:n]
-    else:
-        ppr_all = ppr_power(g.PT, seeds, s.alpha, s.max_iter)[:n]  # a zero seed stays zero
-    out = []
-    for j, (query, qvec, bm25, cos, b_list, d_list, fused, q_ents) in enumerate(firsts):
-        ppr = np.ascontiguousarray(ppr_all[:, j])
-        p_list = top_k(ppr, deep, positive_only=True)
-        out.append(FirstHop(query, qvec, bm25, cos, ppr, b_list, d_list, p_list, fused, q_ents))
-    return out
+    if local:  # query by query, over the seeds' neighbourhood only
+        pprs = []
+        for rows, vals in seeds:
+            nz = vals != 0
+            sup, val, whole = ppr_local(g.P, rows[nz], vals[nz], s.alpha, s.max_iter, s.ppr_eps)
+            mine = sup < n
+            peak = float(val[mine].max(initial=0.0))
+            pprs.append((whole[:n], top_rows(sup[mine], val[mine], deep), peak))
+    else:  # one block, one sparse × dense product per step (a zero seed stays zero)
+        block = np.zeros((g.n_nodes, len(queries)))
+        for j, (rows, vals) in enumerate(seeds):
+            block[rows, j] = vals
+        ppr_all = ppr_power(g.PT, block, s.alpha, s.max_iter)[:n]
+        pprs = []
+        for j in range(len(queries)):
+            ppr = np.ascontiguousarray(ppr_all[:, j])
+            pprs.append((ppr, top_k(ppr, deep, positive_only=True), float(ppr.max(initial=0.0))))
+    return [
+        FirstHop(query, qvec, bm25, cos, ppr, b_list, d_list, p_list, fused, q_ents, peak)
+        for (query, qvec, bm25, cos, b_list, d_list, fused, q_ents), (ppr, p_list, peak)
+        in zip(firsts, pprs, strict=True)
+    ]  # fmt: skip
 
 
 def first_anchors(fh: FirstHop, k: int) -> list[int]:
@@ -314,8 +351,12 @@ class Rewrites:
 
     anchors: list[int]
     texts: list[str]
-    bm25: list[np.ndarray]
+    bm25: list[np.ndarray]  # float32, as the sparse part scores
     cos: list[Any]  # NO_COSINE for each anchor without passage vectors
+    peaks: list[float] = field(init=False)  # each BM25 array's best score
+
+    def __post_init__(self) -> None:
+        self.peaks = [float(b.max(initial=0.0)) for b in self.bm25]
 
     def top(self, k: int) -> list[int]:
         out: list[int] = []
@@ -337,7 +378,7 @@ def rewrites(index: Index, s: HopSettings, fh: FirstHop, anchors: list[int]) -> 
             [index.corpus[a].title, *(ents.names[e] for e in a_ents[: s.rewrite_entities])]
         )
         texts.append(text)
-        bm.append(np.asarray(sparse.scores(f"{fh.query} {text}"), np.float64))
+        bm.append(sparse.scores(f"{fh.query} {text}"))
     if fh.qvec is None:  # no passage vectors
         return Rewrites(use, texts, bm, [NO_COSINE] * len(use))
     dense = index.part("dense")
@@ -372,13 +413,13 @@ def features(
     n = len(index.corpus)
     maps = entity_maps(ents, n)
     X = np.zeros((len(rows), len(FEATURES)), np.float64)
-    bmax = fh.bm25.max(initial=0.0)
-    X[:, COL["bm25"]] = fh.bm25[rows] / bmax if bmax > 0 else 0.0
+    bmax = fh.bm25_peak
+    X[:, COL["bm25"]] = _wide(fh.bm25, rows) / bmax if bmax > 0 else 0.0
     c = fh.cos[rows]
     X[:, COL["cosine"]] = c
     X[:, COL["cosine_gap"]] = c - fh.cos.max(initial=0.0)
-    pmax = fh.ppr.max(initial=0.0)
-    X[:, COL["ppr"]] = fh.ppr[rows] / pmax if pmax > 0 else 0.0
+    pmax = fh.ppr_peak
+    X[:, COL["ppr"]] = _wide(fh.ppr, rows) / pmax if pmax > 0 else 0.0
     X[:, COL["bm25_rank"] : COL["rrf_rank"] + 1] = fh.rank_features(rows)
     q_ents = fh.query_entities
     M = maps.binary[rows]
@@ -424,8 +465,8 @@ def features(
         X[:, COL["anchor_shared"]] = (shared * w[None, :]).max(axis=1)
         hop_b = np.zeros(len(rows))
         if rw is not None:
-            for a, sb in zip(rw.anchors, rw.bm25, strict=True):
-                v = sb[rows] / sb.max() if sb.max(initial=0.0) > 0 else np.zeros(len(rows))
+            for a, sb, peak in zip(rw.anchors, rw.bm25, rw.peaks, strict=True):
+                v = _wide(sb, rows) / peak if peak > 0 else np.zeros(len(rows))
                 v[rows == a] = 0.0
                 hop_b = np.maximum(hop_b, v)
         X[:, COL["bm25_hop"]] = hop_b
@@ -441,6 +482,11 @@ def features(
     if drop:
         X[:, [COL[f] for f in drop]] = 0.0
     return HopFeatures(X, {r: v for r, v in via.items()}, backlink_via)
+
+
+def _wide(scores: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``scores[rows]`` in float64 (the feature arithmetic's precision)."""
+    return np.asarray(scores[rows], np.float64)
 
 
 def _hop_cosine(
