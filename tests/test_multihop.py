@@ -79,6 +79,24 @@ def test_local_ppr_is_the_power_iteration_at_eps_zero_and_close_above(demo_datas
     )
 
 
+def test_rewritten_queries_cosines_are_computed_only_when_read(
+    demo_dataset, default_index, monkeypatch
+):
+    import hopgraph.retrieve.hop_features as hf
+
+    calls = []
+    cosines = hf.cosines
+    monkeypatch.setattr(hf, "cosines", lambda *a: calls.append(1) or cosines(*a))
+    q = demo_dataset.questions[0].text
+    found = get_retriever(default_index).search(q, k=10)
+    assert len(calls) == 1  # the first hop's; rewrite_k 0 reads no rewritten query's list
+    assert found.explanations  # they say which rewritten query matched best: now computed
+    assert len(calls) == 1 + HopSettings().rewrite_anchors
+    calls.clear()
+    get_retriever(default_index, rewrite_k=2).search(q, k=10)
+    assert len(calls) == 1 + HopSettings().rewrite_anchors  # their top lists join
+
+
 def test_beats_rrf_on_the_demo(demo_dataset, default_index):
     results = evaluate(default_index, demo_dataset, ["rrf", "multihop"], progress=False)
     by = {r.label: r.metrics for r in results}

@@ -14,7 +14,7 @@ the second hop is found without an LLM: the *anchors* (the best passages so far)
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -126,27 +126,11 @@ class CosineScores:
     (and per rewritten query) is what a query cannot afford; the graph gives the top list, and
     the features read the cosine of a few hundred candidates, exactly, from the stored vectors.
     Behaves as the full array for what the pipeline asks of it: ``[rows]``, ``max``, ``top``.
-    The graph is searched when ``max`` or ``top`` first asks (the rewritten queries' cosines are
-    read at rows only, unless their top lists join the candidates: ``rewrite_k``).
     """
 
     def __init__(self, dense: Any, qvec: np.ndarray, depth: int, ef: int):
         self.dense, self.qvec = dense, qvec
-        self.depth, self.ef = depth, ef
-
-    @cached_property
-    def _found(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.dense.search_ann(self.qvec, self.depth, self.ef)
-
-    @property
-    def rows(self) -> np.ndarray:
-        """The graph's top rows by cosine, best first."""
-        return self._found[0]
-
-    @property
-    def sims(self) -> np.ndarray:
-        """Their exact cosines."""
-        return self._found[1]
+        self.rows, self.sims = dense.search_ann(qvec, depth, ef)
 
     def __getitem__(self, rows: Any) -> Any:
         if isinstance(rows, (int, np.integer)):
@@ -347,21 +331,33 @@ def bridges(index: Index, s: HopSettings, anchors: list[int]) -> dict[int, tuple
 class Rewrites:
     """The query rewritten through the top anchors: BM25 of the query plus the anchor's title and
     rarest new entities (GRIEVER's rewrite through the join entity, without an LLM), and the
-    cosine with ``normalise(q + v_anchor)``; each over the whole corpus."""
+    cosine with ``normalise(q + v_anchor)``; each over the whole corpus.
+
+    The features read the BM25 arrays only (the hop cosine is taken from the candidates'
+    vectors), so the cosines are computed when first read: by ``top`` where ``rewrite_k`` takes
+    candidates from them, and by the explanations."""
 
     anchors: list[int]
     texts: list[str]
     bm25: list[np.ndarray]  # float32, as the sparse part scores
-    cos: list[Any]  # NO_COSINE for each anchor without passage vectors
+    cosines_of: Callable[[], list[Any]]  # makes ``cos``
     peaks: list[float] = field(init=False)  # each BM25 array's best score
 
     def __post_init__(self) -> None:
         self.peaks = [float(b.max(initial=0.0)) for b in self.bm25]
 
+    @cached_property
+    def cos(self) -> list[Any]:
+        """Each rewritten query's cosines (NO_COSINE without passage vectors)."""
+        return self.cosines_of()
+
     def top(self, k: int) -> list[int]:
+        """Each rewritten query's top ``k`` by BM25 and by cosine (the anchor itself left out)."""
         out: list[int] = []
+        if k <= 0:
+            return out
         for a, b, c in zip(self.anchors, self.bm25, self.cos, strict=True):
-            for arr in (b, c) if k > 0 else ():
+            for arr in (b, c):
                 out += [r for r in top_of(arr, k + 1, positive_only=True).tolist() if r != a][:k]
         return out
 
@@ -380,15 +376,18 @@ def rewrites(index: Index, s: HopSettings, fh: FirstHop, anchors: list[int]) -> 
         texts.append(text)
         bm.append(sparse.scores(f"{fh.query} {text}"))
     if fh.qvec is None:  # no passage vectors
-        return Rewrites(use, texts, bm, [NO_COSINE] * len(use))
-    dense = index.part("dense")
-    q = np.asarray(fh.qvec, np.float64)
-    cs = []
-    for a in use:
-        h = q + np.asarray(dense.vectors(a), np.float64)
-        h /= max(float(np.linalg.norm(h)), 1e-12)
-        cs.append(cosines(dense, h.astype(np.float32), s.rewrite_k + 2))
-    return Rewrites(use, texts, bm, cs)
+        return Rewrites(use, texts, bm, lambda: [NO_COSINE] * len(use))
+    dense, q = index.part("dense"), np.asarray(fh.qvec, np.float64)
+
+    def cosines_of() -> list[Any]:
+        cs = []
+        for a in use:
+            h = q + np.asarray(dense.vectors(a), np.float64)
+            h /= max(float(np.linalg.norm(h)), 1e-12)
+            cs.append(cosines(dense, h.astype(np.float32), s.rewrite_k + 2))
+        return cs
+
+    return Rewrites(use, texts, bm, cosines_of)
 
 
 @dataclass
