@@ -236,8 +236,10 @@ def first_hop(index: Index, s: HopSettings, query: str, qvec: np.ndarray | None)
 def first_hops(
     index: Index, s: HopSettings, queries: Sequence[str], qvecs: Sequence[np.ndarray | None]
 ) -> list[FirstHop]:
-    """:func:`first_hop` of several queries: their PPR runs as one block (one sparse × dense
-    product per step), which gives each query exactly the vector it gets alone."""
+    """:func:`first_hop` of several queries. On a graph solved by power iteration their PPR
+    runs as one block (one sparse × dense product per step), which gives each query exactly the
+    vector it gets alone; on a large one (``ppr`` local) each runs over its seeds'
+    neighbourhood, from the seed's entries."""
     sparse, ents = index.part("sparse"), index.part("entities")
     dense = index.part("dense") if s.vectors else None
     n = len(index.corpus)
