@@ -32,12 +32,12 @@ from hopgraph.models.ranker import KIND, HopRanker
 from hopgraph.retrieve.hop_features import FEATURES
 
 BUNDLED = "no-vectors-rerank.json"
-TOP = 20  # passages reranked: the train sets' choice (docs/benchmarks.md, issue 38)
+TOP = 40  # passages reranked: the train sets' choice among 20-60 (docs/benchmarks.md, issue 38)
 ANCHORS = 3  # the best-ranked passages the hop cosine goes through
 ENCODE_BATCH = 4
 """Passages a forward pass at query time: batches of 4 (length-sorted) pad little; a search
-that encodes 20 takes ~0.32 s with bf16 on 2 cores against ~0.55 s with one batch of 20
-(docs/benchmarks.md)."""
+that encodes 20 takes ~0.32 s with bf16 on 2 cores against ~0.55 s with one batch of 20, one
+that encodes 40 about twice the first (docs/benchmarks.md)."""
 OWN = ("bm25", "ppr", "bm25_rank", "ppr_rank", "title_in_query", "title_overlap",
        "query_entities", "bridge", "backlink", "anchor_shared", "bm25_hop")  # fmt: skip
 RERANK_FEATURES: tuple[str, ...] = (
