@@ -96,10 +96,10 @@ def test_the_top_is_reranked_by_vectors_encoded_at_query_time(demo_dataset, bare
     q = demo_dataset.questions[0].text
     plain = get_retriever(bare_index, "multihop")
     assert plain.query_vectors is None  # no staged build pending: off unless asked
-    base = plain.search(q, k=30)
+    base = plain.search(q, k=TOP + 10)  # the reranked top and some of the rest
     assert "query_vectors" not in base.info
     r = get_retriever(bare_index, "multihop", query_vectors=TOP)
-    got = r.search(q, k=30)
+    got = r.search(q, k=TOP + 10)
     assert got.info["query_vectors"] == TOP
     # the same order computed by hand: the no-vector order's top TOP, encoded and reranked
     last = score_candidates(bare_index, r.settings, q, None, r.ranker.score)
