@@ -25,14 +25,8 @@ def top_k(scores: np.ndarray, k: int, *, positive_only: bool = False) -> np.ndar
         return rows[np.lexsort((rows, -scores[rows]))]
     if positive_only:
         cand = np.flatnonzero(scores > 0)
-    else:
-        cand = None
-    if cand is not None:
-        if cand.size > k:
-            part = cand[np.argpartition(-scores[cand], k - 1)[:k]]
-            cand = _boundary_ties(scores, cand, part, k)
-        rows = cand
-    elif k < n:
+        return top_rows(cand, scores[cand], k)
+    if k < n:
         part = np.argpartition(-scores, k - 1)[:k]
         rows = _boundary_ties(scores, np.arange(n), part, k)
     else:

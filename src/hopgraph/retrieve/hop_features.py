@@ -267,7 +267,8 @@ def first_hops(
             [passage_weights(np.zeros(len(top)), "rank"), entity_weights(g.df[q_ents], s.entity_q)]
         )
         order = np.argsort(rows)
-        seeds.append((rows[order], l1_at(rows[order], vals[order], g.n_nodes)))
+        rows, vals = rows[order], vals[order]
+        seeds.append((rows, l1_at(rows, vals, g.n_nodes)))
         firsts.append((query, qvec, bm25, cos, b_list, d_list, fused, q_ents))
     if local:  # query by query, over the seeds' neighbourhood only
         pprs = []
