@@ -4,7 +4,7 @@
         [--epochs 2] [--anchors 3] [--models-dir WORK/hop-encoders] [--out FILE.json] \
         [--backend torch|onnx-fp32|onnx-int8] [--max-len 160] [--freeze-embeddings] \
         [--layers 0,3,5] [--synthetic N [--synthetic-kind bridge]] [--gate] [--bf16] [--seed N]
-        [--ensemble 0,1 | --full-encoder] [--scale-work DIR]
+        [--ensemble 0,1 | --full-encoder] [--scale-work DIR] [--parts]
     .venv/bin/python benchmarks/hop_encoder.py --ship src/hopgraph/models/hop-encoder \
         --freeze-embeddings --gate --data-dir ../shared/data --models-dir WORK   # make hop-encoder
 
@@ -52,7 +52,9 @@ training chain (as the shipped encoder is trained) in place of the two fold enco
 (``default_ranker.SCALE``: the train sets buried in 100k passages, their corpora and indexes in
 DIR, made there where missing), last, as the default's recipe does since issue 38. Their
 questions are the train sets' own, so each gets the hop features of the fold encoder that did not
-train on it; the encoders' training chains do not change.
+train on it; the encoders' training chains do not change. ``--parts`` (with ``--gate``) adds
+the shipped form with ``benchmarks/decompose.py``'s part features beside the encoder's two (all
+eight, and the three parts' cosines only), the ranker fitted on the chain questions.
 """
 
 from __future__ import annotations
@@ -206,6 +208,40 @@ class HopColumns:
         return out / len(self.models)
 
 
+PART_ROWS = {  # label → the part columns (PartColumns' order) beside the encoder's two
+    "+ hop encoder + parts (chains)": list(range(8)),
+    "+ hop encoder + parts' cosines (chains)": [5, 6, 7],
+}
+
+
+class PartColumns:
+    """``benchmarks/decompose.py``'s eight part features of a round's candidates: the five term
+    shares, then the three parts' cosines (imported when asked for: decompose's protocol module
+    imports this one)."""
+
+    def __init__(self) -> None:
+        import decompose
+
+        self.dc = decompose
+
+    def __call__(self, index: Any, text: str, found: Any) -> np.ndarray:
+        P = self.dc.Parts(index, text)
+        return np.column_stack([self.dc.columns(index, P, found),
+                                self.dc.dense_columns(index, text, found)])  # fmt: skip
+
+
+class WithParts:
+    """A hop-encoder column maker with part columns ``sel`` after its two."""
+
+    def __init__(self, hop: HopColumns, parts: PartColumns, sel: list[int]):
+        self.hop, self.parts, self.sel = hop, parts, sel
+        self.seconds = hop.seconds
+
+    def __call__(self, index: Any, text: str, found: Any) -> np.ndarray:
+        return np.column_stack([self.hop(index, text, found),
+                                self.parts(index, text, found)[:, self.sel]])  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--held-out", default="musique")
@@ -267,6 +303,11 @@ def main() -> None:
         "chain, as --ship trains the shipped one (not the mean of the two fold encoders')",
     )  # fmt: skip
     ap.add_argument(
+        "--parts", action="store_true",
+        help="with --gate: also the shipped form with the question's part features "
+        "(benchmarks/decompose.py) beside the encoder's: all eight, and the parts' cosines only",
+    )  # fmt: skip
+    ap.add_argument(
         "--scale-work", nargs="?", const=str(SCALE_WORK), default=None,
         help="also fit the ranker on the recipe's scale training sets, their corpora and "
         f"indexes in this folder (default {SCALE_WORK}; made where missing)",
@@ -276,6 +317,8 @@ def main() -> None:
         raise SystemExit("error: --full-encoder is a held-out experiment in PyTorch, one draw")
     if args.ensemble and (args.ship or args.backend != "torch"):
         raise SystemExit("error: --ensemble is an experiment in PyTorch (no --ship, no onnx)")
+    if args.parts and not (args.gate and not args.ship):
+        raise SystemExit("error: --parts is a held-out experiment with --gate")
     if args.bf16 and not (args.gate and args.backend == "torch"):
         raise SystemExit("error: --bf16 needs --gate and --backend torch")
     if args.ship and args.seed:
@@ -357,10 +400,21 @@ def main() -> None:
         path = models_dir / f"{E}-full{variant}" if models_dir else None
         models = [encoder(pairs_of(train_items + synthetic), args, path)]
 
-    def fit(extra: bool, chains_only: bool = False) -> Any:
+    def index_of(it: tuple) -> Any:
+        return (S[it[0]] if it[0] in S else C[it[0]]).index
+
+    part_cols = PartColumns() if args.parts else None
+    P_extra = {it: part_cols(index_of(it), cands[it][2], cands[it][0])
+               for it in ranker_items} if part_cols else {}  # fmt: skip
+
+    def fit(extra: bool, chains_only: bool = False, parts: list | None = None) -> Any:
         items = [it for it in ranker_items if not (chains_only and is_comparison(cands[it][2]))]
         X = [np.column_stack([cands[it][0].feats.X, X_extra[it]]) if extra
              else cands[it][0].feats.X for it in items]  # fmt: skip
+        if parts is not None:
+            X = [
+                np.column_stack([x, P_extra[it][:, parts]]) for x, it in zip(X, items, strict=True)
+            ]
         y = [np.isin(cands[it][0].rows, cands[it][1]).astype(int) for it in items]
         ranker = lgb.LGBMRanker(**LGB_PARAMS)
         ranker.fit(np.concatenate(X), np.concatenate(y), group=[len(x) for x in X])
@@ -370,6 +424,9 @@ def main() -> None:
                 "+ hop encoder": (fit(True), HopColumns(models, args.anchors))}  # fmt: skip
     if args.gate:  # fitted on the chain questions only, for the gated rows
         boosters["+ hop encoder (chains)"] = (fit(True, True), boosters["+ hop encoder"][1])
+    for label, sel in PART_ROWS.items() if args.parts else ():
+        hop = boosters["+ hop encoder"][1]
+        boosters[label] = (fit(True, True, sel), WithParts(hop, part_cols, sel))
     if args.bf16:  # the same ranker over features of the encoders run in bf16
         bf16 = HopColumns([MeanEncoder([Bf16HopEncoder(d) for d in m.models])
                            if isinstance(m, MeanEncoder) else Bf16HopEncoder(m)
@@ -419,7 +476,9 @@ def main() -> None:
                               f"+ hop encoder (chains), chain={s.chain}",
                               f"+ hop encoder (chains) {only}",
                               *([f"+ hop encoder (chains), bf16, chain={s.chain}"]
-                                if args.bf16 else [])):  # fmt: skip
+                                if args.bf16 else []),
+                              *([f"{p}, chain={s.chain}" for p in PART_ROWS]
+                                if args.parts else [])):  # fmt: skip
                     runs[f"{label}, gated"] = default if is_comparison(q.text) else runs[label]
             for label, found in runs.items():
                 order = found.rows[final_order(found, weight, s.k_rrf)[0]]
