@@ -11,6 +11,7 @@ copy of the loop (it predates this module and adds rows of its own).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -63,6 +64,23 @@ def protocol_args(doc: str) -> argparse.ArgumentParser:
     ap.add_argument("--work", default=str(Path.home() / ".cache/hopgraph/datasets/realistic"))
     ap.add_argument("--out", default=None, help="write the results here (JSON)")
     return ap
+
+
+def each_held_out(args: argparse.Namespace, run: Callable[[str], dict]) -> dict[str, Any]:
+    """``run(E)`` for each set ``E`` of ``--held-out`` in turn (pool → row label → figures),
+    each row printed as it comes and the report (``args`` and every set's rows) rewritten to
+    ``--out`` after each set."""
+    report: dict[str, Any] = {"args": vars(args), "held_out": {}}
+    for E in args.held_out.split(","):
+        t0 = time.time()
+        report["held_out"][E] = results = run(E)
+        for pool, rows in results.items():
+            for label, r in rows.items():
+                print(E, pool, label, json.dumps(r), flush=True)
+        print(f"{E}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+        if args.out:
+            Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    return report
 
 
 def scale_args(ap: argparse.ArgumentParser) -> None:

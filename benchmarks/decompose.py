@@ -33,7 +33,6 @@ the grown pool.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
@@ -44,6 +43,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from chain_protocol import (  # noqa: E402
+    each_held_out,
     evaluate,
     fit_ranker,
     pools,
@@ -256,6 +256,9 @@ def main() -> None:
     ap.add_argument("--bag", type=int, default=0, help="also rows of K rankers averaged")
     ap.add_argument("--bag-fraction", type=float, default=0.8)
     args = ap.parse_args()
+    unknown = [u for u in args.use.split(",") if u and u not in NAMES]
+    if unknown:
+        ap.error(f"--use: unknown feature(s) {', '.join(unknown)}; choose from {', '.join(NAMES)}")
     use = [NAMES.index(u) for u in args.use.split(",") if u]
 
     def added(index: Any, P: Parts, text: str, found: Any) -> np.ndarray:
@@ -268,16 +271,7 @@ def main() -> None:
     X_extra = {it: added(C[it[0]].index, Parts(C[it[0]].index, r.text), r.text, r.found)
                for it, r in rounds.items()}  # fmt: skip
     print(f"part features: {time.time() - t0:.0f} s", file=sys.stderr)
-    report: dict[str, Any] = {"args": vars(args), "held_out": {}}
-    for E in args.held_out.split(","):
-        t0 = time.time()
-        report["held_out"][E] = res = held_out(E, C, rounds, X_extra, added, args)
-        for pool, rows in res.items():
-            for label, r in rows.items():
-                print(E, pool, label, json.dumps(r), flush=True)
-        print(f"{E}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-        if args.out:
-            Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    each_held_out(args, lambda E: held_out(E, C, rounds, X_extra, added, args))
 
 
 if __name__ == "__main__":

@@ -19,10 +19,8 @@ held-out set's own pool and, for MuSiQue and HotpotQA, the grown pool).
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from chain_protocol import (
+    each_held_out,
     evaluate,
     fit_ranker,
     pools,
@@ -131,16 +130,7 @@ def main() -> None:
 
     torch.set_num_threads(2)
     C, rounds = training_sets(Path(args.data_dir), args.index_dir)
-    report: dict[str, Any] = {"args": vars(args), "held_out": {}}
-    for E in args.held_out.split(","):
-        t0 = time.time()
-        report["held_out"][E] = results = held_out(E, C, rounds, args)
-        for pool, rows in results.items():
-            for label, r in rows.items():
-                print(E, pool, label, json.dumps(r), flush=True)
-        print(f"{E}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-        if args.out:
-            Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    each_held_out(args, lambda E: held_out(E, C, rounds, args))
 
 
 def pairs_of(C: dict, rounds: dict, items: list, negatives: int) -> tuple:

@@ -92,3 +92,11 @@ def test_part_features_against_shares_counted_from_the_text(decompose, default_i
     D = decompose.dense_columns(index, q.text, found)
     assert D.shape == (len(found.rows), len(decompose.DENSE_NAMES))
     assert (D[:, 2] <= D[:, 1] + 1e-12).all()
+
+
+def test_an_unknown_feature_is_a_clear_error(decompose, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["decompose.py", "--use", "part_best,bogus"])
+    with pytest.raises(SystemExit) as e:
+        decompose.main()
+    assert e.value.code == 2
+    assert "unknown feature(s) bogus" in capsys.readouterr().err
