@@ -101,7 +101,10 @@ def test_default_parts_are_the_default_methods():
 def test_detected_options_fill_in_under_given_ones(demo_dataset):
     parts, options, detected = default_build(demo_dataset.corpus)
     assert parts == list(DEFAULT_PARTS)
-    assert options == {"entities": {"title_aliases": True, "alias_mentions": True}}
+    assert options == {
+        "entities": {"title_aliases": True, "alias_mentions": True},
+        "sparse": {"language": "en"},
+    }
     assert detected["why"]["overridden"] == []
     # an option given explicitly wins, and the record says so
     opts, det = detected_options(
@@ -111,11 +114,11 @@ def test_detected_options_fill_in_under_given_ones(demo_dataset):
     )
     assert opts == {
         "entities": {"title_aliases": False, "normalize": "lower", "alias_mentions": True}
-    }
+    }  # (sparse is not built: its detected language is not given)
     assert det["why"]["overridden"] == ["entities.title_aliases"]
     assert "overridden by --set: entities.title_aliases" in describe_detected(det)
     # no part detection covers is built, or it is built already: no detection
-    assert detected_options(demo_dataset.corpus, ["sparse", "dense"]) == ({}, None)
+    assert detected_options(demo_dataset.corpus, ["dense"], have=["sparse"]) == ({}, None)
     assert detected_options(demo_dataset.corpus, ["entities"], have=["entities"]) == ({}, None)
 
 

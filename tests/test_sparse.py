@@ -115,14 +115,15 @@ def test_bm25_from_counts_equals_bm25s_index_bit_for_bit(method):
     from hopgraph.corpus import load_corpus
     from hopgraph.data import demo_dataset_path
     from hopgraph.index.sparse import SparseOptions, _count_terms, bm25_from_counts
-    from hopgraph.text.tokenize import Tokenizer
+    from hopgraph.text.analyze import analyzer
 
     o = SparseOptions(method=method, k1=1.2, b=0.6)
     texts = [p.content for p in load_corpus(demo_dataset_path())]
-    counts, terms = _count_terms(Tokenizer(o.stemmer, o.stopwords), texts, False)
+    tok = analyzer(o.language, o.stemmer, o.stopwords)
+    counts, terms = _count_terms(tok, texts, False)
     ours = bm25_from_counts(o, counts, terms)
     ref = bm25s.BM25(k1=o.k1, b=o.b, method=o.method)
-    doc_ids = [[terms.index(t) for t in Tokenizer(o.stemmer, o.stopwords)(x)] for x in texts]
+    doc_ids = [[terms.index(t) for t in tok(x)] for x in texts]
     ref.index((doc_ids, {t: i for i, t in enumerate(terms)}), show_progress=False)
     for key in ("data", "indices", "indptr"):
         assert ours.scores[key].dtype == ref.scores[key].dtype

@@ -32,7 +32,12 @@ from hopgraph.index.streaming import DEFAULT_BATCH
     "--parts", default=None,
     help="index parts to build, comma-separated [default: those the default method needs]",
 )  # fmt: skip
-@click.option("--set", "sets", multiple=True, help=f"part option, part.option=value; {ASSIGN_HELP}")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    help=f"part option, part.option=value (language=xx for sparse.language); {ASSIGN_HELP}",
+)
 @click.option("--no-detect", is_flag=True, help=NO_DETECT_HELP)
 @click.option("--chunk-words", type=click.IntRange(min=1), default=None, help=CHUNK_WORDS_HELP)
 @click.option("--format", "fmt", default="auto", show_default=True, help="corpus format")
@@ -153,7 +158,12 @@ def index_cmd(
     "--parts", default=None,
     help="parts to add, comma-separated [default: those the default method needs]",
 )  # fmt: skip
-@click.option("--set", "sets", multiple=True, help=f"part option, part.option=value; {ASSIGN_HELP}")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    help=f"part option, part.option=value (language=xx for sparse.language); {ASSIGN_HELP}",
+)
 @click.option("--no-detect", is_flag=True, help=NO_DETECT_HELP)
 @quiet_option
 def add_parts_cmd(index_dir, parts, sets, no_detect, quiet) -> None:

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from hopgraph.corpus import Corpus
 from hopgraph.corpus.convert import TABLE_KIND
+from hopgraph.text.language import detect_language
 from hopgraph.text.ner import strip_disambiguator
 
 MIN_TITLED = 0.5
@@ -45,7 +46,7 @@ MIN_NAME_LIKE = 0.5
 MAX_NAME_WORDS = 6
 MAX_TABLES = 0.5
 
-DETECTED_PARTS: tuple[str, ...] = ("entities",)
+DETECTED_PARTS: tuple[str, ...] = ("entities", "sparse")
 """The parts whose options :func:`detect_settings` sets."""
 
 WHY = "why"
@@ -124,8 +125,9 @@ def title_stats(
 def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
     """Part options for the default pipeline over ``corpus``, and why.
 
-    Returns ``{"entities": {"title_aliases": bool, "alias_mentions": bool}, "why": {...}}``
-    (both on or both off): every key but ``"why"``
+    Returns ``{"entities": {"title_aliases": bool, "alias_mentions": bool}, "sparse":
+    {"language": code}, "why": {...}}`` (aliases both on or both off; the language from a sample
+    of the passages, :func:`~hopgraph.text.language.detect_language`): every key but ``"why"``
     is a part's options (as ``Index.build`` takes them); ``"why"`` holds the measurements of
     :func:`title_stats`, the thresholds, and a sentence saying what was decided.
     """
@@ -164,10 +166,13 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
         reason = (
             "titles do not look like entity names (" + "; ".join(failed) + "): title aliases off"
         )
+    lang = detect_language(corpus if isinstance(corpus, Sequence) else list(corpus))
     return {
         "entities": {"title_aliases": aliases, "alias_mentions": aliases},
+        "sparse": {"language": lang["language"]},
         WHY: {
             **stats,
+            "language": lang,
             "thresholds": {
                 "min_titled_share": MIN_TITLED,
                 "min_distinct_share": MIN_DISTINCT,
@@ -195,7 +200,10 @@ def describe_detected(detected: dict[str, Any] | None) -> str:
         for part, opts in detected_part_options(detected).items()
         for k, v in opts.items()
     )
-    line = f"detected: {why.get('reason', '')} [{sets}]"
+    line = f"detected: {why.get('reason', '')}"
+    if "language" in why:
+        line += f"; language: {why['language']['reason']}"
+    line += f" [{sets}]"
     if why.get("overridden"):
         line += f"; overridden by --set: {', '.join(why['overridden'])}"
     return line

@@ -89,10 +89,17 @@ def dependency_order(names: list[str], options: PartOptions) -> list[str]:
     return order
 
 
+INDEX_WIDE: dict[str, str] = {"language": "sparse"}
+"""Options written without their part (``--set language=fr``), and the part that holds them."""
+
+
 def split_part_options(flat: dict[str, Any]) -> PartOptions:
-    """``{"dense.hnsw": "true"}`` → ``{"dense": {"hnsw": "true"}}`` (CLI ``--set`` values)."""
+    """``{"dense.hnsw": "true"}`` → ``{"dense": {"hnsw": "true"}}`` (CLI ``--set`` values); an
+    option of :data:`INDEX_WIDE` may be written alone (``language=fr``)."""
     out: PartOptions = {}
     for key, value in flat.items():
+        if key in INDEX_WIDE:
+            key = f"{INDEX_WIDE[key]}.{key}"
         part, dot, opt = key.partition(".")
         if not dot or not opt:
             raise ConfigError(f"index options are written part.option=value, got {key!r}")

@@ -31,7 +31,7 @@ from hopgraph.index.part import (
     save_records,
 )
 from hopgraph.jit import LARGE, compiled
-from hopgraph.text.tokenize import Tokenizer
+from hopgraph.text.analyze import analyzer, check_analyzer
 
 
 @dataclass(frozen=True)
@@ -41,11 +41,21 @@ class SparseOptions:
     method: str = option(
         "lucene", "BM25 variant (bm25s)", choices=("lucene", "robertson", "atire", "bm25l", "bm25+")
     )
-    stemmer: str = option("english", "Snowball stemmer language, or 'none'")
-    stopwords: str = option("en", "stopword list: 'en' or 'none'", choices=("en", "none"))
+    language: str = option(
+        "en",
+        "language of the corpus (ISO 639-1 code; several comma-separated: a mixed corpus, each "
+        "text analysed in its own); detected at index time (hopgraph.text.language)",
+    )
+    stemmer: str = option(
+        "auto", "Snowball stemmer (PyStemmer's name), 'auto' (the language's) or 'none'"
+    )
+    stopwords: str = option(
+        "auto", "stop words: 'auto' (the language's list, if any), 'none', or a language code"
+    )
 
     def validate(self) -> None:
         positive("k1", self.k1)
+        check_analyzer(self.language, self.stemmer, self.stopwords)
         if not 0.0 <= self.b <= 1.0:
             from hopgraph.errors import ConfigError
 
@@ -71,7 +81,7 @@ class SparsePart(IndexPart):
         self._counts_terms = terms
         self._bm25_lock = threading.Lock()
         self.doc_terms = doc_terms
-        self.tokenizer = Tokenizer(options.stemmer, options.stopwords)
+        self.tokenizer = analyzer(options.language, options.stemmer, options.stopwords)
         self.vocab: dict[str, int] = bm25.vocab_dict if bm25 is not None else _vocab(terms or [])
         self.n_docs = int(doc_terms.shape[0])
         self._doc_len: np.ndarray | None = None
@@ -89,7 +99,8 @@ class SparsePart(IndexPart):
         cls, options: SparseOptions, texts: list[str], *, progress: bool = False
     ) -> SparsePart:
         """BM25 over ``texts`` (row ``i`` = ``texts[i]``)."""
-        counts, terms = _count_terms(Tokenizer(options.stemmer, options.stopwords), texts, progress)
+        tok = analyzer(options.language, options.stemmer, options.stopwords)
+        counts, terms = _count_terms(tok, texts, progress)
         return cls.from_counts(options, counts, terms, progress=progress)
 
     @classmethod
@@ -140,7 +151,7 @@ class SparsePart(IndexPart):
         on_progress: Callable[[int], None] | None = None,
     ) -> None:
         """The document–term counts of ``passages`` (the tokeniser is the per-passage work)."""
-        tok = Tokenizer(options.stemmer, options.stopwords)
+        tok = analyzer(options.language, options.stemmer, options.stopwords)
         counts, terms = _count_terms(tok, [p.content for p in passages], False)
         save_records(folder, "counts", counts, terms)
 
@@ -436,7 +447,7 @@ def bm25_from_counts(options: SparseOptions, counts: sp.csr_matrix, terms: list[
 
 
 def _count_terms(
-    tok: Tokenizer, texts: list[str], progress: bool
+    tok: Callable[[str], list[str]], texts: list[str], progress: bool
 ) -> tuple[sp.csr_matrix, list[str]]:
     """Document–term counts of ``texts`` and the terms (in order of first occurrence)."""
     vocab: dict[str, int] = {}

@@ -308,6 +308,8 @@ class Index(IndexFolder):
         return {
             "path": str(self.path) if self.path else None,
             "passages": len(self.corpus),
+            # the analyzer's language (sparse.language: detected at build, or --set language=)
+            "language": self.part("sparse").options.language if self.has("sparse") else None,
             "detected": self.detected,
             "profile": self.profile,
             "reading": self.reading,

