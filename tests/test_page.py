@@ -255,6 +255,44 @@ def test_a_three_hop_picture_is_drawn_in_order_within_its_card(tab):
     assert tab.outside == [] and tab.dialogs == []
 
 
+ARABIC = {"id": "cairo", "title": "القاهرة", "text": "القاهرة هي عاصمة مصر وأكبر مدنها."}
+JAPANESE = {"id": "tsuyu", "title": "梅雨", "text": "梅雨は、東アジアの広範囲においてみられる。"}
+
+
+def test_right_to_left_and_japanese_text_are_laid_out_by_their_script(tab):
+    hits = [{**h, "why": {"summary": "1-hop", "path": "1-hop: bm25"}} for h in (ARABIC, JAPANESE)]
+    query = "ما هي عاصمة مصر؟"
+    tab.page.set_content(render_page(Form(query=query), {"query": query, "hits": hits}))
+    cards = tab.page.locator("li.hit")
+    assert cards.locator("h2.title").all_inner_texts() == ["القاهرة", "梅雨"]
+    assert cards.locator("p.text").all_inner_texts() == [ARABIC["text"], JAPANESE["text"]]
+    rtl = "e => e.matches(':dir(rtl)')"
+    assert cards.nth(0).locator("p.text").evaluate(rtl) is True
+    assert cards.nth(0).locator("h2.title").evaluate(rtl) is True
+    assert cards.nth(1).locator("p.text").evaluate(rtl) is False
+    assert tab.page.locator("input[name=q]").evaluate(rtl) is True
+    assert tab.page.locator("input[name=q]").input_value() == query
+    # the Arabic paragraph starts at the card's right edge
+    card, text = cards.nth(0).bounding_box(), cards.nth(0).locator("p.text").bounding_box()
+    right = cards.nth(0).locator("p.text").evaluate(
+        "e => { const r = document.createRange(); r.selectNodeContents(e); "
+        "return r.getBoundingClientRect().right; }"
+    )
+    assert card is not None and text is not None and right > text["x"] + text["width"] - 5
+    shot = artifacts_dir() / "search-page-scripts.png"
+    tab.page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 5_000
+    assert tab.outside == [] and tab.dialogs == []
+
+
+def test_clip_never_parts_a_letter_from_its_marks():
+    from hopgraph.serve.page import clip
+
+    assert clip("กรุงเทพ", 3) == "ก…"  # not "กร…": ร's vowel sign would be cut off
+    assert clip("กรุงเทพ", 4) == "กรุ…"
+    assert clip("abcdef", 4) == "abc…" and clip("abc", 4) == "abc"
+
+
 @pytest.mark.parametrize("hostile", HOSTILE)
 def test_a_hostile_query_is_shown_escaped(server, tab, hostile):
     tab.page.goto(f"{server}/")

@@ -15,6 +15,7 @@ import html
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -93,8 +94,13 @@ def page_response(body: str, status: int = 200) -> HTMLResponse:
 
 
 def clip(text: str, n: int) -> str:
-    """``text`` cut to ``n`` characters."""
-    return text if len(text) <= n else text[: n - 1] + "…"
+    """``text`` cut to ``n`` characters (never between a letter and its combining marks)."""
+    if len(text) <= n:
+        return text
+    cut = n - 1
+    while cut > 0 and unicodedata.category(text[cut]).startswith("M"):
+        cut -= 1
+    return text[:cut] + "…"
 
 
 def esc(value: Any) -> str:
@@ -147,7 +153,7 @@ def _search_box(form: Form) -> str:
     )
     return (
         '<form class="search" method="get" action="./" role="search">'
-        f'<input type="search" name="q" value="{esc(form.query)}" '
+        f'<input type="search" name="q" dir="auto" value="{esc(form.query)}" '
         'placeholder="Ask a question" aria-label="question" autofocus>'
         f'<label>method <select name="method">{options}</select></label>'
         f'<label>k <input class="k" type="number" name="k" min="1" value="{esc(form.k)}">'
@@ -220,10 +226,10 @@ def render_hit(rank: int, hit: dict[str, Any]) -> str:
     score = hit.get("score")
     parts = [
         f'<li class="hit"><div class="head"><span class="rank">{rank}</span>'
-        f'<h2 class="title">{esc(title)}</h2>'
+        f'<h2 class="title" dir="auto">{esc(title)}</h2>'
         f'<span class="muted">score {_number(score)} · id {esc(clip(str(hit.get("id")), 80))}'
         "</span></div>",
-        f'<p class="text">{esc(clip(text, MAX_TEXT_CHARS))}</p>' if text else "",
+        f'<p class="text" dir="auto">{esc(clip(text, MAX_TEXT_CHARS))}</p>' if text else "",
         render_metadata(hit.get("metadata") or {}),
     ]
     if why is not None:
