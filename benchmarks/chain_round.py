@@ -11,10 +11,10 @@ bootstrap of ΔRecall@5 (2000 resamples, 95% CI; wins / ties / losses). The rank
 in both: the chain round changes the search, not the model.
 
 ``--cv`` is the estimate for the shipped ranker on new questions: 5-fold cross-validation over
-each multi-hop dev set (the folds of ``default_variants.py``), the other four fifths in the
-training data with every other entity-titled corpus (the shipped recipe fits on all dev
-questions), scored with ``chain=0`` and the default, on the set's own pool and, for MuSiQue and
-HotpotQA, on its grown pool (``realistic_pools.py``).
+each multi-hop dev set (the folds of ``experiments/default_variants.py``), the other four
+fifths in the training data with every other entity-titled corpus (the shipped recipe fits
+on all dev questions), scored with ``chain=0`` and the default, on the set's own pool and, for
+MuSiQue and HotpotQA, on its grown pool (``realistic_pools.py``).
 
 ``--choose`` runs how ``chain``'s value was chosen: ``chain`` = 0, 3, 4, 5, 6 and 8 on the
 *train* sets (musique_train, hotpotqa_train), each with a ranker fitted without it; the value

@@ -64,7 +64,7 @@ TABLES = ("spider", "bird")
 # and the first round's anchors change. They train the entity_titles models only (held out with
 # their family): in the plain_titles model they cost SciFact 1.1 points of nDCG@10, family held
 # out. Without them a ranker that never saw the 2Wiki questions lost 1.4 points of R@5 when their
-# pool was buried in 100k passages (docs/benchmarks.md, "Trained at scale").
+# pool was buried in 100k passages (docs/notes/searchable-first.md, "Trained at scale").
 SCALE = (("musique_train", "musique"), ("hotpotqa_train", "hotpotqa"))
 SCALE_TRAINS = ("entity_titles",)
 SCALE_N = 100_000

@@ -53,8 +53,9 @@ training chain (as the shipped encoder is trained) in place of the two fold enco
 DIR, made there where missing), last, as the default's recipe does since issue 38. Their
 questions are the train sets' own, so each gets the hop features of the fold encoder that did not
 train on it; the encoders' training chains do not change. ``--parts`` (with ``--gate``) adds
-the shipped form with ``benchmarks/decompose.py``'s part features beside the encoder's two (all
-eight, and the three parts' cosines only), the ranker fitted on the chain questions.
+the shipped form with ``benchmarks/experiments/decompose.py``'s part features beside the
+encoder's two (all eight, and the three parts' cosines only), the ranker fitted on the chain
+questions.
 """
 
 from __future__ import annotations
@@ -215,11 +216,12 @@ PART_ROWS = {  # label → the part columns (PartColumns' order) beside the enco
 
 
 class PartColumns:
-    """``benchmarks/decompose.py``'s eight part features of a round's candidates: the five term
-    shares, then the three parts' cosines (imported when asked for: decompose's protocol module
-    imports this one)."""
+    """``benchmarks/experiments/decompose.py``'s eight part features of a round's candidates:
+    the five term shares, then the three parts' cosines (imported when asked for: decompose's
+    protocol module imports this one)."""
 
     def __init__(self) -> None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent / "experiments"))
         import decompose
 
         self.dc = decompose
@@ -305,7 +307,7 @@ def main() -> None:
     ap.add_argument(
         "--parts", action="store_true",
         help="with --gate: also the shipped form with the question's part features "
-        "(benchmarks/decompose.py) beside the encoder's: all eight, and the parts' cosines only",
+        "(experiments/decompose.py) beside the encoder's: all eight, and the parts' cosines only",
     )  # fmt: skip
     ap.add_argument(
         "--scale-work", nargs="?", const=str(SCALE_WORK), default=None,

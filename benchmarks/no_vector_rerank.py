@@ -13,10 +13,10 @@ score, rank and a few own features. At query time those vectors would be encoded
 (the question and ``--top`` passages); here they are read from the full index, which holds the
 same vectors.
 
-Set held out, nested as ``pair_top.py``: the no-vector ranker for the held-out set is fitted on
-the other sets' first rounds; the reranker on the other sets' tops, each set's top ranked by a
-no-vector ranker fitted without that set and the held-out one. The full default's rows (its
-ranker fitted on the same sets with vectors) stand beside them.
+Set held out, nested as ``experiments/pair_top.py``: the no-vector ranker for the held-out set
+is fitted on the other sets' first rounds; the reranker on the other sets' tops, each set's top
+ranked by a no-vector ranker fitted without that set and the held-out one. The full default's
+rows (its ranker fitted on the same sets with vectors) stand beside them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""benchmarks/decompose.py: a question's parts and the part features of issue 37's experiment."""
+"""benchmarks/experiments/decompose.py: a question's parts and the part features (issue 37)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+EXPERIMENTS = BENCH / "experiments"
 
 
 @pytest.fixture(scope="module")
 def decompose():
     sys.path.insert(0, str(BENCH))  # the script imports its sibling modules
     spec = importlib.util.spec_from_file_location(
-        "hopgraph_bench_decompose", BENCH / "decompose.py"
+        "hopgraph_bench_decompose", EXPERIMENTS / "decompose.py"
     )
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

@@ -229,7 +229,7 @@ def test_the_student_agrees_on_wikipedia_passages_and_not_on_biomedical_abstract
         pytest.skip("2wikimultihopqa or scifact not in the data folder")
     wiki = o.student_agreement(load_dataset(found["2wikimultihopqa"]).corpus)
     bio = o.student_agreement(load_dataset(found["scifact"]).corpus)
-    # measured on whole corpora: 0.931 and 0.819 (docs/benchmarks.md, "The passage student")
+    # measured on whole corpora: 0.931 and 0.819 (docs/notes/encoding.md, "The passage student")
     assert wiki > 0.9 > bio, (wiki, bio)
 
 

@@ -4,7 +4,7 @@ On a machine whose cores serve searches, an update (encoding the new passages, r
 the parts, replaying a committed delta in a reader) takes the cores the searches need: at
 100k passages on 2 cores, searches answered during a stream of commits had a p99 3.4-5.6x
 their idle p99 with the writer at the same priority, and 0.9-1.1x with the writer niced
-(docs/benchmarks.md, "Commits at 100k passages"). Niceness only matters when the CPU is
+(docs/notes/updates.md, "Commits at 100k passages"). Niceness only matters when the CPU is
 contended: on an idle machine a niced update takes as long as any other.
 
 On Linux niceness belongs to a thread (``setpriority(PRIO_PROCESS, tid)``), and threads

@@ -41,7 +41,7 @@ ENCODERS = {
 # passage_encoder=auto takes the student only where, on STUDENT_SAMPLE passages of the corpus,
 # its vectors have a mean cosine of at least STUDENT_MIN_COSINE to the query encoder's: 0.92-0.93
 # on the Wikipedia-like sets (default R@5 -0.2 to -0.6 points), 0.82 on SciFact's biomedical
-# abstracts (default -0.9, dense -3.9) (docs/benchmarks.md, "The passage student")
+# abstracts (default -0.9, dense -3.9) (docs/notes/encoding.md, "The passage student")
 STUDENT_SAMPLE = 256
 STUDENT_MIN_COSINE = 0.9
 _AGREEMENT: dict[tuple[str, str, int, str], float] = {}

@@ -9,7 +9,7 @@ with ONNX Runtime (exported once into a cache folder, see :mod:`hopgraph.models.
 ~2.5x faster than PyTorch for one query on a 2-core CPU; ``"torch"`` runs sentence-transformers
 on PyTorch, with optional bf16 weights.
 
-Faster, approximate encoders (measured in docs/benchmarks.md, "Fast encoding"):
+Faster, approximate encoders (measured in docs/notes/encoding.md, "Fast encoding"):
 ``backend="onnx", precision="int8"`` runs a dynamically quantised copy of the ONNX export (works on
 any x86 CPU; cosine ~0.997 to fp32); ``precision="bf16"`` on the torch backend needs a CPU with
 native bf16 (avx512_bf16 or AMX; :func:`cpu_has_bf16`), and ``"auto"`` falls back to fp32 on an

@@ -42,7 +42,7 @@ QUANT_VERSION = 1  # bump when the quantisation recipe below changes (a new cach
 # The feed-forward down-projections ("<layer>/output/dense", whose input is the GELU output with
 # its large outliers) suffer most from per-tensor activation quantisation: quantising them too
 # dropped the cosine to fp32 to 0.994 mean / 0.983 min on 2Wiki passages, keeping them fp32 gives
-# 0.997 / 0.994 (see docs/benchmarks.md, "Fast encoding").
+# 0.997 / 0.994 (see docs/notes/encoding.md, "Fast encoding").
 _QUANT_KEEP_FP32 = re.compile(r"layer\.\d+/output/dense/")
 PRECISIONS = ("fp32", "int8")
 OUTPUT = "sentence_embedding"

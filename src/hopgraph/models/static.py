@@ -4,7 +4,7 @@
 table of token vectors: every vocabulary token is encoded once by the transformer, the table is
 reduced by PCA and weighted (SIF), and a text's vector is then the mean of its tokens' rows. No
 attention runs at encoding time, so it is orders of magnitude faster than the transformer, at a
-recall cost measured in docs/benchmarks.md ("Fast encoding").
+recall cost measured in docs/notes/encoding.md ("Fast encoding").
 
 Distillation runs offline from a local model folder (no hub): by default the bundled
 all-MiniLM-L6-v2. ``dense.backend=static`` takes ``dense.model`` as either a model2vec folder (as

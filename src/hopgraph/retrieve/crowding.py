@@ -11,8 +11,8 @@ filter), so a search still answers ``k`` hits when the corpus has enough documen
 A passage without ``doc_id`` is its own document. When a search does not say
 (``max_per_doc=None``), an index of documents (:attr:`Documents.chunked`: some document has
 several passages) gets :data:`DEFAULT_MAX_PER_DOC` (1: the best passage of each document),
-measured on chunked SciFact (``benchmarks/max_per_doc.py``, docs/benchmarks.md "Hits per
-document"), raised where the documents are too few for ``k`` hits; a passage corpus (the
+measured on chunked SciFact (``benchmarks/max_per_doc.py``, docs/notes/documents-filters.md,
+"Hits per document"), raised where the documents are too few for ``k`` hits; a passage corpus (the
 multi-hop sets, BEIR abstracts) gets no limit, so its rankings are unchanged.
 ``max_per_doc=0`` is no limit; a given limit is kept even when it leaves fewer than ``k`` hits.
 

@@ -6,7 +6,7 @@ every thread that allocates its own malloc arena, so RSS grows with the number o
 (docs/benchmarks.md: 625–655 MB under 8 clients with updates, 385–425 MB with
 MALLOC_ARENA_MAX=2 set by hand).
 
-Memory (docs/benchmarks.md, "The default method under load, with updates": the HotpotQA
+Memory (docs/notes/serving.md, "The default method under load, with updates": the HotpotQA
 default index under 8–16 clients and updates, 552–605 MB before these, 432–461 MB after):
 
 - lightgbm is imported without the scikit-learn and pandas it loads when they are installed

@@ -8,7 +8,7 @@ removed. A page without one is walked from its ``<body>``, with the navigation l
 the link-dense blocks (menus, navigation panels: :func:`~hopgraph.corpus.documents.blocks.
 prune_link_blocks`) left out. (trafilatura's main-text extraction, used before, was measured
 against this on Python's and gnuplot's HTML documentation: it flattens code blocks onto one
-line and loses headings; docs/benchmarks.md, "Real documents".)
+line and loses headings; docs/notes/documents-filters.md, "Real documents".)
 
 A page whose content is mostly link text (share ≥ :data:`NAV_LINK_SHARE` over at most
 :data:`NAV_MAX_WORDS` words: a chapter's table of contents, a site index) is navigation only:

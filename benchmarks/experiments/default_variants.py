@@ -1,7 +1,7 @@
 """Issue 17 experiments on the default ranker (none is shipped): how well the shipped recipe
 should do on new questions of a set, and two tries at the MuSiQue gap.
 
-    .venv/bin/python benchmarks/default_variants.py --data-dir ../shared/data \\
+    .venv/bin/python benchmarks/experiments/default_variants.py --data-dir ../shared/data \\
         [--only cv,synthetic,sentence] [--out benchmarks/results/default_variants.json]
 
 Every row is measured on a set's dev questions with a ranker that never saw them:
@@ -32,7 +32,9 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from default_ranker import TRAINING, default_index
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
+from default_ranker import TRAINING, default_index  # noqa: E402
 
 from hopgraph.eval.metrics import compute_all
 from hopgraph.retrieve.hop_features import FEATURES, _words, corpus_kind
@@ -40,7 +42,7 @@ from hopgraph.retrieve.multihop import MultihopParams, score_candidates
 from hopgraph.training.ranker import Candidates, fit
 from hopgraph.training.synthetic import sentences, synthetic_questions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SETS = ["musique", "hotpotqa", "2wikimultihopqa"]
 KS = ("recall@2", "recall@5", "recall@10")
 

@@ -1,6 +1,6 @@
 """FastInsight against plain reranking at the same cross-encoder: recall and cost, query by query.
 
-    python benchmarks/fastinsight_cost.py --data-dir ../shared/data \\
+    python benchmarks/experiments/fastinsight_cost.py --data-dir ../shared/data \\
         [--datasets musique_train,hotpotqa_train] [--limit 150] \\
         [--methods rerank,fastinsight,fastinsight:batch=10:patience=3] \\
         [--out benchmarks/results/fastinsight_cost.json]

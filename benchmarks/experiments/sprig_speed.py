@@ -1,6 +1,6 @@
 """SPRIG speed checks: entity-graph indexing (regex and spaCy NER) and batch vs single search.
 
-    PYTHONPATH=benchmarks python benchmarks/sprig_speed.py --data-dir ../shared/data \\
+    PYTHONPATH=benchmarks python benchmarks/experiments/sprig_speed.py --data-dir ../shared/data \\
         [--dataset hotpotqa] [--spacy-passages 2000] [--repeats 3]
 """
 
@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from base import loaded_rss, open_index
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
+from base import loaded_rss, open_index  # noqa: E402
 
 from hopgraph.corpus import Corpus, load_dataset
 from hopgraph.index.entities import EntityOptions, EntityPart

@@ -1,6 +1,6 @@
 """The top two chosen as a pair, set held out (issue 37): does a joint choice lift Recall@2?
 
-    PYTHONPATH=src .venv/bin/python benchmarks/pair_top.py --data-dir ../shared/data \
+    PYTHONPATH=src .venv/bin/python benchmarks/experiments/pair_top.py --data-dir ../shared/data \
         [--held-out musique,hotpotqa,2wikimultihopqa] [--k 6] [--out FILE.json]
 
 The default ranks each candidate on its own; Recall@2 of a 2-hop question needs the anchor *and*
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
 import chain_protocol as protocol  # noqa: E402
 from hop_encoder import summary  # noqa: E402
 

@@ -1,6 +1,6 @@
 """SPRIG ablations (the paper's Tables A.1–A.3 shape) on the tuning sets only.
 
-    python benchmarks/sprig_ablation.py --data-dir ../shared/data \\
+    python benchmarks/experiments/sprig_ablation.py --data-dir ../shared/data \\
         [--datasets hotpotqa_train,musique_train] [--methods graph_hybrid,graph_dense] \\
         [--ner regex,spacy] [--out benchmarks/results/sprig_ablation.json]
 
@@ -17,7 +17,8 @@ import os
 import sys
 from pathlib import Path
 
-from base import open_index
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
+from base import open_index  # noqa: E402
 
 from hopgraph.corpus import load_dataset
 from hopgraph.eval import MethodSpec, evaluate

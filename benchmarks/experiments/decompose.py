@@ -1,6 +1,6 @@
 """Experiment (issue 37): the question taken apart into its parts, as features, set held out.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/decompose.py --data-dir ../shared/data \
+    PYTHONPATH=src .venv/bin/python benchmarks/experiments/decompose.py --data-dir ../shared/data \
         --held-out musique_train,hotpotqa_train,musique,hotpotqa,2wikimultihopqa \
         [--use part_best,...] [--dense] [--gate] [--bag 8] [--no-scale] [--out F.json]
 
@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
 from chain_protocol import (  # noqa: E402
     each_held_out,
     evaluate,

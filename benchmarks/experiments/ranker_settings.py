@@ -1,6 +1,7 @@
 """The ranker's LightGBM settings, set held out (issue 37): is :data:`LGB_PARAMS` a lever?
 
-    PYTHONPATH=src .venv/bin/python benchmarks/ranker_settings.py --data-dir ../shared/data \
+    PYTHONPATH=src .venv/bin/python benchmarks/experiments/ranker_settings.py \
+        --data-dir ../shared/data \
         [--held-out musique_train,hotpotqa_train] [--settings '[{}, {"num_leaves": 31}]'] \
         [--out FILE.json]
 
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
 import chain_protocol as protocol  # noqa: E402
 
 SETTINGS: list[dict[str, Any]] = [

@@ -1,6 +1,7 @@
 """What a hop encoder of each size costs a round (issue 37: could a smaller one join the default?).
 
-    PYTHONPATH=src .venv/bin/python benchmarks/hop_encoder_cost.py [--repeats 60] [--threads 2]
+    PYTHONPATH=src .venv/bin/python benchmarks/experiments/hop_encoder_cost.py \
+        [--repeats 60] [--threads 2]
 
 Encodes one round's 3 hop texts (``question [SEP] title. text``, a composed question and a
 passage longer than every cut) with the bundled MiniLM cut to 6, 3 (0, 3, 5: the passage

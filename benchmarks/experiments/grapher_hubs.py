@@ -1,7 +1,8 @@
 """Why GraphER-PPR regresses: the mean candidate-graph degree of the top 10 under the base
 ranking, GCS and PPR (GraphER §2.2: PPR lifts hubs whatever their relevance).
 
-    python benchmarks/grapher_hubs.py --data-dir ../shared/data [--datasets hotpotqa,...]
+    python benchmarks/experiments/grapher_hubs.py --data-dir ../shared/data \
+        [--datasets hotpotqa,...]
 
 Uses each method's defaults; SciFact chunks come from the folder benchmarks/grapher.py writes.
 """
@@ -10,11 +11,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
-from base import open_index
-from grapher import QA_INDEX_OPTIONS, QA_PARTS, converted
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
+from base import open_index  # noqa: E402
+from grapher import QA_INDEX_OPTIONS, QA_PARTS, converted  # noqa: E402
 
 from hopgraph.corpus import load_dataset
 from hopgraph.retrieve import get_retriever

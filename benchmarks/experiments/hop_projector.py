@@ -1,6 +1,7 @@
 """Experiment (issue 37): a hop *projector* over the index's own vectors, set held out.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/hop_projector.py --data-dir ../shared/data \
+    PYTHONPATH=src .venv/bin/python benchmarks/experiments/hop_projector.py \
+        --data-dir ../shared/data \
         --held-out musique_train,hotpotqa_train,musique,hotpotqa,2wikimultihopqa [--seeds 5] \
         [--out FILE.json]
 
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
 from chain_protocol import (
     each_held_out,
     evaluate,
