@@ -197,7 +197,9 @@ def test_cli_language_override_and_info(tmp_path):
 @pytest.mark.parametrize(
     ("name", "language"),
     [("xquad_de", "de"), ("xquad_zh", "zh"), ("xquad_ar", "ar"), ("xquad_ru", "ru"),
-     ("piaf_fr", "fr"), ("jsquad_ja", "ja"), ("hotpotqa", "en"), ("scifact", "en")],
+     ("piaf_fr", "fr"), ("jsquad_ja", "ja"), ("cmrc_zh", "zh"), ("arcd_ar", "ar"),
+     ("hotpotqa", "en"), ("2wikimultihopqa", "en"), ("musique", "en"), ("scifact", "en"),
+     ("cacm", "en"), ("npl", "en")],
 )  # fmt: skip
 def test_language_detected_on_the_benchmark_data(data_dir, name, language):
     path = data_dir / name

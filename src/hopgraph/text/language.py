@@ -1,9 +1,10 @@
 """The language of a corpus, detected at index time, and of one text among a corpus's languages.
 
 :func:`detect_language` classifies a fixed sample of passages (``py3langid``: langid.py's
-naive-Bayes model over byte n-grams, 97 languages, about 0.1 ms a passage) and names the
-corpus's language: the most frequent one where it covers :data:`MAJORITY` of the sample, else
-every language holding :data:`MIN_SHARE` of it, comma-separated (a mixed corpus, each of whose
+naive-Bayes model over byte n-grams, 140 languages and varieties, about 0.1 ms a passage) and
+names the corpus's language: the one in which :data:`MAJORITY` of the sample's letters are
+(each passage counts by its length: a short title is easily mistaken, an abstract is not), else
+every language holding :data:`MIN_SHARE` of them, comma-separated (a mixed corpus, each of whose
 texts is then analysed in its own language: :class:`hopgraph.text.analyze.MixedAnalyzer`). The
 record says what was counted, so ``hopgraph info`` can show why.
 """
@@ -25,6 +26,15 @@ MIN_SHARE = 0.1
 """Share of the sample a language needs to count in a mixed corpus."""
 CHARS = 1000
 """Characters of each passage (title and text) that are classified."""
+MIN_LETTERS = 20
+"""Passages with fewer letters are not counted (a title alone is too short to tell)."""
+FOLD: dict[str, str] = {
+    "wuu": "zh", "yue": "zh", "ary": "ar", "arz": "ar", "pcm": "en", "nn": "no", "uzs": "uz",
+    "gug": "gn", "zxx": "",
+}  # fmt: skip
+"""Varieties the model tells apart, read as the language whose analyzer serves them (Wu and
+Cantonese written in Han characters, Moroccan and Egyptian Arabic, Nigerian Pidgin's English
+words); ``zxx`` (no linguistic content) is not counted."""
 SEED = 0
 
 
@@ -45,47 +55,61 @@ def detect_language(corpus: Sequence[Any]) -> dict[str, Any]:
     says; an empty corpus, or one with no letters, is English (nothing changes for it)."""
     rows = sample_rows(len(corpus))
     texts = [passage_text(corpus[r]) for r in rows]
-    found = [lang for lang in (classify(t) for t in texts) if lang]
-    counts = Counter(found)
-    shares = {k: round(v / len(found), 4) for k, v in counts.most_common()} if found else {}
+    texts = [t for t in texts if sum(c.isalpha() for c in t) >= MIN_LETTERS] or texts
+    counts: Counter[str] = Counter()  # letters classified in each language
+    found = 0
+    for t in texts:
+        lang = classify(t)
+        if lang:
+            counts[lang] += sum(c.isalpha() for c in t)
+            found += 1
+    total = sum(counts.values())
+    shares = {k: round(v / total, 4) for k, v in counts.most_common()} if total else {}
     if not shares:
         language, reason = "en", "no text to classify: English"
     else:
         top, share = next(iter(shares.items()))
         if share >= MAJORITY:
             language = top
-            reason = f"{share:.0%} of {len(found)} sampled passages are in {top}"
+            reason = f"{share:.0%} of the text of {found} sampled passages is in {top}"
         else:
             langs = [k for k, v in shares.items() if v >= MIN_SHARE] or [top]
             language = ",".join(langs)
             reason = (
-                f"mixed: no language holds {MAJORITY:.0%} of {len(found)} sampled passages ("
+                f"mixed: no language holds {MAJORITY:.0%} of the text of {found} sampled passages ("
                 + ", ".join(f"{k} {shares[k]:.0%}" for k in langs)
                 + "); each text analysed in its own"
             )
-    return {"language": language, "shares": shares, "sampled": len(found), "reason": reason}
+    return {"language": language, "shares": shares, "sampled": found, "reason": reason}
 
 
 def classify(text: str) -> str:
     """The language code of ``text`` (py3langid), or "" for a text without letters."""
     if not any(c.isalpha() for c in text):
         return ""
-    return str(_identifier(None).classify(text)[0])
+    lang = str(_identifier(None).classify(text)[0])
+    return FOLD.get(lang, lang)
 
 
 def detect_among(text: str, languages: Sequence[str]) -> str:
     """The language of ``text`` among ``languages`` (the first of them for a text without
     letters)."""
-    if not any(c.isalpha() for c in text):
-        return languages[0]
-    return str(_identifier(tuple(sorted(languages))).classify(text)[0])
+    known = tuple(sorted(lang for lang in languages if lang in _labels()))
+    if len(known) < 2 or not any(c.isalpha() for c in text):
+        return known[0] if len(known) == 1 and any(c.isalpha() for c in text) else languages[0]
+    return str(_identifier(known).classify(text)[0])
+
+
+def _labels() -> frozenset[str]:
+    return frozenset(_identifier(None).labels)
 
 
 @lru_cache(maxsize=8)
 def _identifier(languages: tuple[str, ...] | None):
+    """py3langid's model (restricted to ``languages``: codes it knows, two or more)."""
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     ident = LanguageIdentifier.from_model_file(MODEL_FILE)
     if languages is not None:
-        ident.set_languages([lang for lang in languages if lang in set(ident.labels)])
+        ident.set_languages(list(languages))
     return ident
