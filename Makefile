@@ -32,7 +32,14 @@ $(CHROMIUM):
 	$(SUDO) apt-get update
 	$(SUDO) apt-get install -y chromium
 
-chromium: $(CHROMIUM)
+# A Japanese and Chinese font for the page's screenshots (tests/test_page.py draws Arabic and
+# Japanese hits; Debian's chromium brings fonts for Latin and Arabic only).
+CJK_FONT := /usr/share/fonts/opentype/ipafont-gothic/ipag.ttf
+$(CJK_FONT):
+	$(SUDO) apt-get update
+	$(SUDO) apt-get install -y fonts-ipafont-gothic
+
+chromium: $(CHROMIUM) $(CJK_FONT)
 
 test: $(STAMP) lint chromium
 	HOPGRAPH_CACHE=$${HOPGRAPH_CACHE:-$(CURDIR)/.hopgraph-cache} $(PY) -m pytest -q
