@@ -274,9 +274,13 @@ def test_right_to_left_and_japanese_text_are_laid_out_by_their_script(tab):
     assert tab.page.locator("input[name=q]").input_value() == query
     # the Arabic paragraph starts at the card's right edge
     card, text = cards.nth(0).bounding_box(), cards.nth(0).locator("p.text").bounding_box()
-    right = cards.nth(0).locator("p.text").evaluate(
-        "e => { const r = document.createRange(); r.selectNodeContents(e); "
-        "return r.getBoundingClientRect().right; }"
+    right = (
+        cards.nth(0)
+        .locator("p.text")
+        .evaluate(
+            "e => { const r = document.createRange(); r.selectNodeContents(e); "
+            "return r.getBoundingClientRect().right; }"
+        )
     )
     assert card is not None and text is not None and right > text["x"] + text["width"] - 5
     shot = artifacts_dir() / "search-page-scripts.png"
@@ -291,6 +295,10 @@ def test_clip_never_parts_a_letter_from_its_marks():
     assert clip("กรุงเทพ", 3) == "ก…"  # not "กร…": ร's vowel sign would be cut off
     assert clip("กรุงเทพ", 4) == "กรุ…"
     assert clip("abcdef", 4) == "abc…" and clip("abc", 4) == "abc"
+    # a terminal line: wide characters take two columns, marks none
+    assert clip("梅雨前線", 5, by_columns=True) == "梅雨…"
+    assert clip("กรุงเทพ", 5, by_columns=True) == "กรุงเ…"
+    assert clip("abcdef", 6, by_columns=True) == "abcdef"
 
 
 @pytest.mark.parametrize("hostile", HOSTILE)

@@ -81,8 +81,10 @@ def search_cmd(index_dir, query, k, method, sets, as_json, filter_json, max_per_
 
 
 def _short(text: str, n: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
+    """One line of ``text`` in at most ``n`` terminal columns (a Chinese character takes two)."""
+    from hopgraph.text.display import clip
+
+    return clip(" ".join(text.split()), n, by_columns=True)
 
 
 @click.command("methods")

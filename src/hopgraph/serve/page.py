@@ -15,7 +15,6 @@ import html
 import json
 import math
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from fastapi.responses import HTMLResponse
 
 from hopgraph.serve.problems import ApiError
+from hopgraph.text.display import clip
 
 MAX_TEXT_CHARS = 1200
 MAX_META_KEYS = 12
@@ -91,16 +91,6 @@ def parse_k(text: str) -> int:
 def page_response(body: str, status: int = 200) -> HTMLResponse:
     """The page as an answer, with headers that forbid scripts and outside loads."""
     return HTMLResponse(body, status_code=status, headers=HEADERS)
-
-
-def clip(text: str, n: int) -> str:
-    """``text`` cut to ``n`` characters (never between a letter and its combining marks)."""
-    if len(text) <= n:
-        return text
-    cut = n - 1
-    while cut > 0 and unicodedata.category(text[cut]).startswith("M"):
-        cut -= 1
-    return text[:cut] + "…"
 
 
 def esc(value: Any) -> str:
