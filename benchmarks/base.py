@@ -1,4 +1,8 @@
 """Base retrievers on the multi-hop sets: quality, latency, index time, memory, embedding speed.
+Table: docs/results.md, "Latency and memory per method and switch" (``make bench``). Run time on
+the 2-core machine: about 15 min on a first run, about 5 min with the indexes cached (estimated
+from benchmarks/results/base.json: the dense parts built in 174 + 275 + 96 s; 821 questions × 7
+methods × 3 repeats at 0.2–22 ms p50).
 
     python benchmarks/base.py --data-dir ../shared/data \
         [--datasets 2wikimultihopqa,hotpotqa,musique] [--repeats 3] [--limit N] \

@@ -1,4 +1,6 @@
 """The "set held out" protocol of issue 37's experiments, in parts a script composes.
+No table of its own and not run by itself (no run time): ``realistic_pools.py``,
+``chain_round.py``, ``scale_held_out.py`` and others import it.
 
 The entity-titled training sets and their questions' first-round candidates (features taken once,
 ``chain=0``), a LightGBM ranker fitted as the shipped one is (``training.ranker.fit``, the training

@@ -1,4 +1,9 @@
 """The default's chain round (issue 37) against its first round alone, on every evaluated set.
+Table: docs/results.md, "Multi-hop quality against the published systems" (the chain round against
+one round; every row in docs/notes/realistic-pools-chain-round.md). Run time on the 2-core machine:
+about 10 min; ``--cv`` and ``--choose`` about 15 min each (estimated against a run of
+experiments/decompose.py, which takes the features once and refits a ranker for each of five
+held-out sets, recorded at 2–4 min: two refits per set; 5 folds × 3 sets; 6 values × 2 train sets).
 
     .venv/bin/python benchmarks/chain_round.py --data-dir ../shared/data \\
         [--choose] [--out benchmarks/results/chain_round.json]

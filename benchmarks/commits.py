@@ -2,6 +2,10 @@
 as whole processes (load, replay of earlier deltas, update, commit), the bytes each commit
 writes, the same updates inside a long-running writer (no load), and searches while commits
 stream in.
+Table: docs/results.md, "Documents, filters, updates, serving" (live updates). Run time on the
+2-core machine: about 5 min on a 100k index (estimated from benchmarks/results/commits-100k.json:
+each CLI update 2–9 s, 3 repeats, then the in-process and streaming phases); longer at 1M, where
+every repeat copies the index.
 
     python benchmarks/commits.py INDEX_DIR [--add 100] [--delete 100] [--repeats 3] \
         [--queries-from DATASET_DIR] [--out benchmarks/results/commits.json]

@@ -1,4 +1,8 @@
 """Passage encoding speed and quality per encoder configuration (the scale issue's "fast encoding").
+Table: docs/results.md, "Documents, filters, updates, serving" (encoding speed). Run time on the
+2-core machine: about 25 min (estimated from benchmarks/results/encoding.json: 3,000 passages × 5
+encoders at 54–104 passages/s, a warm-up and 3 rounds, about 16 min; dense rebuilds for recall, 496
+s recorded).
 
     python benchmarks/encoding.py --data-dir ../shared/data \
         [--passages 3000] [--repeats 3] [--datasets 2wikimultihopqa,hotpotqa,musique] \

@@ -1,6 +1,10 @@
 """FastInsight against its baselines (the paper's Table 3 and Figure 4 shape): vector search,
 retrieve-then-rerank (Re2), GAR and FastInsight, with R@10 (capped), nDCG@10, Topological Recall,
 MissTR and query time; and a QPT–R@10 curve over the budget b_max.
+Table: docs/results.md, "The published methods against their papers" (FastInsight). Run time on the
+2-core machine: about 45 min as recorded in benchmarks/results/fastinsight.json (80 questions a
+set, a 6-layer cross-encoder at 2–3 s a query); with the packaged reranker (0.2–0.4 s a query)
+about 15 min for ``--limit 150`` (estimated from those per-query times).
 
     python benchmarks/fastinsight.py --data-dir ../shared/data \\
         [--model FOLDER] [--mix 3] [--patience 3] [--limit 150] \\

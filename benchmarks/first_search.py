@@ -1,4 +1,8 @@
 """Time to the first search: a staged build of a scale corpus, searched as soon as it can be.
+Table: docs/results.md, "What to expect at 10k, 100k and 1M passages". Run time on the 2-core
+machine, as recorded in benchmarks/results/first_search.json: 100k built to its end 9 min, 1M 98
+min (``--encode-seconds 0``); with the default ``--encode-seconds 600``, about 20 min at any size
+(the first search 42 s at 100k, 7.6 min at 1M, then 10 min of encoding).
 
     python benchmarks/scale.py corpus --dataset 2wikimultihopqa --n 1000000 --out C1M \
         --data-dir ../shared/data

@@ -1,4 +1,6 @@
 """The cost of a staged build against corpus size, log-log, from ``first_search.py``'s records.
+Table: docs/results.md, "What to expect at 10k, 100k and 1M passages" (its plot). Run time: seconds
+(estimated: one plot from the recorded JSON).
 
     .venv/bin/python benchmarks/first_search_plot.py \\
         [--results benchmarks/results/first_search.json] [--out docs/img/first_search.png]

@@ -1,5 +1,9 @@
 """GraphER on its three task types: the paper's Tables 1–4 shape (PR@5/PR@10 over all questions
 and over those with more than one gold item, Recall@k, reranking latency).
+Table: docs/results.md, "The published methods against their papers" (GraphER). Run time on the
+2-core machine: about 10 min with the indexes cached, GAT models trained beforehand (estimated from
+benchmarks/results/grapher.json: the rows' p50 × questions, about 3 min a repeat over the eight
+sets, 3 repeats); a first run also encodes the tables and SciFact's chunks.
 
     python benchmarks/grapher.py --data-dir ../shared/data \\
         [--tasks qa,tables,chunks] [--gat-model FOLDER] [--gat-model-bird FOLDER] \\

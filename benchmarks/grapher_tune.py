@@ -1,4 +1,7 @@
 """GraphER α grid (§A.3: 0.1 to 0.9 by 0.1, tuned on one dataset, then fixed) on the tuning sets.
+Table: docs/results.md, "The published methods against their papers": the α ``grapher.py`` reads.
+Run time on the 2-core machine: about 5 min (estimated: 9 α values on two train sets of 994 and
+1,890 passages, GraphER's reranking at the tens of ms per question of grapher.json).
 
     python benchmarks/grapher_tune.py --data-dir ../shared/data \
         [--datasets hotpotqa_train,musique_train] [--out benchmarks/results/grapher_tune.json]

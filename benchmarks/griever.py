@@ -1,5 +1,9 @@
 """GRIEVER against its baselines, the paper's Tables 1 and 3 in shape, and the two triple
 sources (LLM-free spaCy extraction vs. HippoRAG's GPT-3.5 OpenIE file) on musique_train.
+Table: docs/results.md, "The published methods against their papers" (GRIEVER). Run time on the
+2-core machine: about 20 min on a first run, a few minutes with the indexes cached (estimated:
+2Wiki's indexing recorded at about 8 min in docs/notes/griever.md, the other two sets scaled by
+their passages; 821 questions at 14–22 ms p50).
 
     python benchmarks/griever.py --data-dir ../shared/data \
         [--datasets 2wikimultihopqa,hotpotqa,musique] [--repeats 3] [--limit N] \

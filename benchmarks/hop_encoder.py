@@ -1,4 +1,8 @@
 """The hop *query* encoder (issues 17 and 37): measured set held out, and built for the package.
+Table: docs/results.md, "Latency and memory per method and switch" (the ``hop_encoder=true``
+switch). Run time on the 2-core machine: ``--ship`` about 25 min (``make hop-encoder``, recorded in
+the Makefile); measuring, about 15 min per held-out set (estimated from the two fold encoders at
+5.5 min each, recorded in docs/notes/realistic-pools-chain-round.md, and a ranker refit).
 
     .venv/bin/python benchmarks/hop_encoder.py --held-out musique --data-dir ../shared/data \
         [--epochs 2] [--anchors 3] [--models-dir WORK/hop-encoders] [--out FILE.json] \

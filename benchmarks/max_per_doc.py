@@ -1,4 +1,8 @@
 """How many hits per document a ranking of document chunks should keep (``max_per_doc``).
+Table: docs/results.md, "Documents, filters, updates, serving" (hits per document). Run time on the
+2-core machine: about 25 min on a first run, a few minutes once the chunked indexes are cached
+(estimated: three chunkings indexed at 250–530 s each, recorded in
+docs/notes/documents-filters.md).
 
     python benchmarks/max_per_doc.py --data-dir ../shared/data \
         [--chunks 100:20,200:40,100:0] [--methods default,bm25] [--caps none,1,2,3] \

@@ -1,5 +1,10 @@
 """The default without passage vectors, its top reranked with vectors encoded at query time
 (issue 38): does a few passages' cosine close the gap to the full default?
+Table: docs/results.md, "Latency and memory per method and switch" (without passage vectors, its
+top encoded at query time). Run time on the 2-core machine: about 15 min for the three held-out
+sets (estimated against a run of experiments/decompose.py, which takes the features once and refits
+a ranker for each of five held-out sets, recorded at 2–4 min: nested refits, a ranker per other set
+within each held-out set, and the reranker's).
 
     PYTHONPATH=src .venv/bin/python benchmarks/no_vector_rerank.py --data-dir ../shared/data \
         [--held-out musique,hotpotqa,2wikimultihopqa] [--top 10,20] [--out FILE.json]

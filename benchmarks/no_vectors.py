@@ -1,4 +1,9 @@
 """The default without passage vectors against the full default (issue 38, "searchable first").
+Table: docs/results.md, "Latency and memory per method and switch" (without passage vectors). Run
+time on the 2-core machine: about 15 min (estimated against a run of experiments/decompose.py,
+which takes the features once and refits a ranker for each of five held-out sets, recorded at 2–4
+min: per set, rankers refitted with and without vectors, set and family held out; the searches at
+5–13 ms p50 take seconds); ``--query-vectors`` adds about 10 min.
 
     PYTHONPATH=src:benchmarks .venv/bin/python benchmarks/no_vectors.py \
         --data-dir ../shared/data [--sets 2wikimultihopqa,hotpotqa,musique,scifact] \

@@ -1,4 +1,8 @@
 """What the query-time vectors cost a search (issue 38): p50/p95 of one process's searches.
+Table: docs/results.md, "Latency and memory per method and switch" (the cost of query-time
+vectors). Run time on the 2-core machine: about 10 min (estimated: 100 questions × 3 sets, each
+searched by ``rrf``, the default and the no-vector default with its top 10, 20 and 30 encoded at
+0.3–0.7 s a search).
 
     PYTHONPATH=src .venv/bin/python benchmarks/query_vectors_cost.py --data-dir ../shared/data \
         [--sets musique,hotpotqa,2wikimultihopqa] [--limit 100] [--top 10,20,30] \

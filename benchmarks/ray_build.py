@@ -1,5 +1,8 @@
 """`hopgraph index --engine ray` against the local build: wall time per number of workers, and
 whether the Ray-built index ranks as the local one.
+Table: docs/results.md, "Documents, filters, updates, serving" (building on Ray). Run time on the
+2-core machine, as recorded in benchmarks/results/ray_build-*.json: about 11 min at 20k (local, 1
+and 2 workers: 183 + 290 + 177 s), about 60 min at 100k (1,022 + 1,634 + 898 s).
 
     python benchmarks/ray_build.py CORPUS.jsonl --work WORK [--workers 1,2] [--questions Q.jsonl]
         [--limit 200] [--batch-size N] [--local LOCAL_INDEX] [--out RESULT.json]

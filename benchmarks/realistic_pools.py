@@ -1,5 +1,11 @@
 """The realistic pools of issue 37: each multi-hop set's pool grown to the size the LLM-built
 retrievers were measured on, with real Wikipedia passages of the other sets as distractors.
+Table: docs/results.md, "Multi-hop quality against the published systems". Run time on the 2-core
+machine: about 15 min, plus about 10 min per train set's 100k index where missing (estimated: the
+two grown pools' 21,467 passages indexed at ~77 passages/s, about 5 min; the rankers set held out
+and family held out of two sets, as a run of experiments/decompose.py, which takes the features
+once and refits a ranker for each of five held-out sets, recorded at 2–4 min; the searches take
+seconds).
 
     python benchmarks/realistic_pools.py --data-dir ../shared/data \\
         [--sets musique,hotpotqa] [--methods rrf,graph_rrf] [--rerank 50] \\

@@ -1,5 +1,10 @@
 """The packaged reranker over the default pipeline: does rescoring the default's top N, mixed
 with the ranker's score, raise Recall@5?
+Table: docs/results.md, "Latency and memory per method and switch" (the ``rerank=50`` switch). Run
+time on the 2-core machine: about 10 min (estimated: three rankers refitted set held out, against a
+run of experiments/decompose.py, which takes the features once and refits a ranker for each of five
+held-out sets, recorded at 2–4 min; 821 questions' top 50 through the cross-encoder at about 0.2 s
+a question).
 
     python benchmarks/reranker.py --data-dir ../shared/data \\
         [--datasets 2wikimultihopqa,hotpotqa,musique] [--n 50] [--mixes 1,2,4,6,8,12,16] \\

@@ -1,4 +1,9 @@
 """Retrieval at scale: a deterministic N-passage corpus, its index, and what they cost.
+Table: docs/results.md, "What to expect at 10k, 100k and 1M passages" (the corpus; the runs:
+docs/notes/scale.md). Run time on the 2-core machine, ``run``: 3.6 min at 10k and 33.7 min at 100k
+as recorded in benchmarks/results/scale.json (ONNX fp32, before the passage student; a default
+build of 100k now takes 9 min, ``first_search.py``), hours at 1M; ``corpus``: about a minute at
+100k (estimated).
 
     python benchmarks/scale.py corpus --dataset 2wikimultihopqa --n 100000 --out DIR \
         [--data-dir ../shared/data] [--seed 0] [--overwrite]

@@ -1,6 +1,14 @@
 """The scale targets as new questions see them (issue 38): the default's recall in a set's pool
 and buried in 100k and 1M passages, with a ranker that never saw the set; and the walk's
 own-page boost tried as a lever at scale.
+Table: docs/results.md, "Multi-hop quality against the published systems" (the default's rows) and
+"What to expect at 10k, 100k and 1M passages" (the held-out figures). Run time on the 2-core
+machine: about 10 min per held-out set, given the 100k and 1M indexes (``first_search.py``: 9 min
+and 98 min) and the train sets' 100k indexes (about 10 min each where missing) (estimated: two
+rankers, with and without vectors, their features also taken in the train sets' 100k indexes,
+against a run of experiments/decompose.py, which takes the features once and refits a ranker for
+each of five held-out sets, recorded at 2–4 min; 489 questions at a 1M p50 of 35–49 ms, under a
+minute).
 
     PYTHONPATH=src .venv/bin/python benchmarks/scale_held_out.py --data-dir ../shared/data \
         --held-out 2wikimultihopqa --scale 2wikimultihopqa:IX100k,2wikimultihopqa:IX1M \

@@ -1,5 +1,8 @@
 """Load test of ``hopgraph serve``: concurrent clients searching (and optionally updating) a
 served index, with throughput, latency percentiles, errors and the server's RSS over time.
+Table: docs/results.md, "Documents, filters, updates, serving" (serving under load). Run time on
+the 2-core machine: about 2 min by default (30 s per client count, recorded in
+benchmarks/results/serve_load.json, beside indexing); the soak: 60 min (soak.json).
 
     python benchmarks/serve_load.py [--data-dir ../shared/data --dataset hotpotqa] \\
         [--clients 4,16] [--seconds 30] [--max-requests N] [--methods bm25,dense,rrf] \\

@@ -1,5 +1,9 @@
 """SPRIG on the multi-hop sets: the paper's Tables 1/2 (methods), 4 (EL/PRUNE/MIX), 5 (RRF
 variants), A.5/A.6 (latency, seed vs PPR time), A.18–A.21 (paired bootstrap against bm25 and rrf).
+Table: docs/results.md, "The published methods against their papers" (SPRIG). Run time on the
+2-core machine: about 10 min with base.py's dense parts cached (estimated from
+benchmarks/results/sprig.json: 25 rows per set over 821 questions at 2–24 ms p50, entity parts
+built in about 1 s).
 
     python benchmarks/sprig.py --data-dir ../shared/data \\
         [--datasets 2wikimultihopqa,hotpotqa,musique] [--ner regex] [--limit N] \\

@@ -1,5 +1,9 @@
 """Give an index without a dense part (e.g. the 1M scale index of `sparse,entities`) a dense
 part whose vectors are stand-ins, to time updates at a size this machine cannot encode.
+No table of its own: it makes the 1M index that "Documents, filters, updates, serving" (live
+updates) times. Run time on the 2-core machine: about 10 min at 1M (estimated: the HNSW graph,
+about 20 s at 100k beside 484 s of encoding in first_search.json, grown to a million rows, and the
+part's save).
 
     python benchmarks/standin_dense.py SRC_INDEX REAL_VECTORS.npy OUT_INDEX
 

@@ -1,4 +1,9 @@
 """Distil the bundled passage student: three of MiniLM's six layers, trained to give its vectors.
+Table: docs/results.md, "Documents, filters, updates, serving" (encoding speed); ``train`` builds
+the packaged passage student. Run time on the 2-core machine: ``train`` about 12 min (741 s
+recorded in docs/notes/encoding.md; the Makefile allows about 20); ``evaluate`` about 12 min
+(estimated from benchmarks/results/student_encoder.json: 537 s of dense rebuilds, then the speed
+rounds).
 
     PYTHONPATH=src python benchmarks/student_encoder.py train --data-dir ../shared/data \
         [--out src/hopgraph/models/passage-student] [--epochs 5] [--layers 0,3,5]

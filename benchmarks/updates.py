@@ -1,5 +1,7 @@
 """Cost of live updates on a real corpus: adding and deleting passages in place, part by part,
 against building the index again.
+Table: docs/results.md, "Documents, filters, updates, serving" (live updates). Run time on the
+2-core machine: about 20 min with the eight parts (recorded in docs/notes/updates.md).
 
     python benchmarks/updates.py --data-dir ../shared/data [--dataset hotpotqa] \
         [--parts sparse,dense,entities,links,corpus_graph,triples,partial_triples,same_as] \
