@@ -201,13 +201,13 @@ def _as_json(name: str, value: Any, tp: Any) -> Any:
     return value
 
 
-def make_options(
-    cls: type[T], values: dict[str, Any] | None = None, *, what: str = "", strict: bool = False
-) -> T:
-    """Build options ``cls`` from ``values``; unknown keys and bad values (not a choice, out of
-    bounds, or failing the class's ``validate``) raise ConfigError. Strings are converted as on
-    the command line; with ``strict``, values are taken as JSON gives them (a number for a
-    number, a boolean for a boolean), as the HTTP server's schema states."""
+def option_values(
+    cls: type, values: dict[str, Any] | None = None, *, what: str = "", strict: bool = False
+) -> dict[str, Any]:
+    """``values`` checked and converted for options ``cls``, each on its own: unknown keys, a
+    wrong type, a value not among the choices or out of bounds raise ConfigError. Strings are
+    converted as on the command line; with ``strict``, values are taken as JSON gives them (a
+    number for a number, a boolean for a boolean), as the HTTP server's schema states."""
     values = dict(values or {})
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     hints = typing.get_type_hints(cls)
@@ -218,7 +218,7 @@ def make_options(
             f"unknown option(s) {', '.join(map(repr, unknown))}{label}; "
             f"valid: {', '.join(sorted(fields)) or '(none)'}"
         )
-    kwargs = {}
+    out = {}
     for key, value in values.items():
         v = _coerce(key, value, hints[key], strict)
         choices = option_choices(fields[key])
@@ -227,8 +227,16 @@ def make_options(
         bounds = fields[key].metadata.get("bounds")
         if bounds is not None and v is not None and not bounds.admits(v):
             raise ConfigError(f"option {key!r} must be {bounds.describe()}, got {v!r}")
-        kwargs[key] = v
-    obj = cls(**kwargs)
+        out[key] = v
+    return out
+
+
+def make_options(
+    cls: type[T], values: dict[str, Any] | None = None, *, what: str = "", strict: bool = False
+) -> T:
+    """Build options ``cls`` from ``values`` (checked by :func:`option_values`), then the
+    class's own ``validate`` (rules between options); problems raise ConfigError."""
+    obj = cls(**option_values(cls, values, what=what, strict=strict))
     check = getattr(obj, "validate", None)
     if check is not None:
         check()

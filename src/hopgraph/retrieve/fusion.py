@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -70,6 +71,14 @@ class RRFRetriever(Retriever):
 class HybridParams:
     w_sparse: float = option(0.3, "weight of the normalised BM25 score", bounds=NON_NEGATIVE)
     w_dense: float = option(0.7, "weight of the cosine similarity", bounds=NON_NEGATIVE)
+
+    # the rule between the options, as validate() checks it and the HTTP schema states it
+    json_schema_rules: ClassVar[dict[str, Any]] = {
+        "not": {
+            "required": ["w_sparse", "w_dense"],
+            "properties": {"w_sparse": {"const": 0}, "w_dense": {"const": 0}},
+        }
+    }
 
     def validate(self) -> None:
         if self.w_sparse + self.w_dense == 0:
