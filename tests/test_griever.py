@@ -259,7 +259,7 @@ def test_griever_ablations_run_and_full_triples_need_the_option(walk_index, tmp_
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"first_bm25": -0.1}, "first_bm25 must be >= 0"),
+        ({"first_bm25": -0.1}, "'first_bm25' must be >= 0"),
         ({"w_bm25": -1.0}, "w_bm25"),
         ({"shortlist": "some"}, "shortlist"),
         ({"rewrites": 0}, "rewrites"),

@@ -143,7 +143,7 @@ def test_query_without_known_terms(demo_index):
         ("rrf", {"depth": "0"}, "must be > 0"),
         ("dense", {"mode": "ivf"}, "must be one of"),
         ("bm25", {"alpha": "1"}, "unknown option"),
-        ("hybrid", {"w_sparse": "0", "w_dense": "0"}, "not both 0"),
+        ("hybrid", {"w_sparse": "0", "w_dense": "0"}, "not both be 0"),
     ],
 )
 def test_bad_methods_and_params(demo_index, method, params, match):

@@ -114,13 +114,23 @@ def test_batch_equals_single_searches(client, demo_dataset):
         assert all("bm25_rm3" in h["why"] for h in result["hits"])
 
 
-def test_params_from_strings_and_server_settings(index_dir):
+def test_params_as_json_types_over_the_server_settings(index_dir):
+    """The operator's --set values are read as on the command line; a request's params are
+    JSON values of the types /openapi.json states (a string is not a number)."""
     settings = Settings(method_params={"bm25_rm3": {"fb_terms": "3"}})
     with TestClient(create_app(str(index_dir), settings)) as c:
         body = c.post(
-            "/search", json={"query": "heron", "method": "bm25_rm3", "params": {"fb_docs": "2"}}
+            "/search", json={"query": "heron", "method": "bm25_rm3", "params": {"fb_docs": 2}}
         ).json()
         assert body["params"] == {"fb_docs": 2, "fb_terms": 3, "orig_weight": 0.5}
+        e = err(
+            c.post(
+                "/search", json={"query": "heron", "method": "bm25_rm3", "params": {"fb_docs": "2"}}
+            ),
+            422,
+            "invalid_params",
+        )
+        assert "expects integer" in e["message"]
         info = c.get("/info").json()
         rm3 = next(m for m in info["methods"] if m["name"] == "bm25_rm3")
         assert rm3["server_params"] == {"fb_terms": "3"}

@@ -456,6 +456,12 @@ def method_class(name: str | None) -> type[Retriever]:
         ) from None
 
 
+def base_methods() -> tuple[str, ...]:
+    """The methods another method may take as its base (``base=``): ``default`` and every
+    method that runs with its default parameters (:func:`supported_methods`)."""
+    return (DEFAULT_ALIAS, *supported_methods())
+
+
 def list_methods() -> list[str]:
     """Names of every registered retrieval method."""
     return sorted(_METHODS)

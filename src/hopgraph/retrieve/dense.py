@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hopgraph.config import option, positive
+from hopgraph.config import POSITIVE, option
 from hopgraph.retrieve.base import Retriever, allowed_rows
 from hopgraph.retrieve.operators import vector_search
 from hopgraph.retrieve.ranking import Ranking
@@ -20,10 +20,9 @@ class DenseParams:
         "passages), or auto = HNSW when the index has the graph",
         ("auto", "exact", "hnsw"),
     )
-    ef_search: int = option(256, "HNSW candidates per query (efSearch), re-scored exactly")
-
-    def validate(self) -> None:
-        positive("ef_search", self.ef_search)
+    ef_search: int = option(
+        256, "HNSW candidates per query (efSearch), re-scored exactly", bounds=POSITIVE
+    )
 
 
 class DenseRetriever(Retriever):

@@ -17,11 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.config import in_unit_interval, option, positive
-from hopgraph.errors import ConfigError
+from hopgraph.config import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, option
 from hopgraph.index import Index
 from hopgraph.models.rerankers import load_cross_encoder
-from hopgraph.retrieve.base import Retriever, get_retriever, method_parts
+from hopgraph.retrieve.base import Retriever, base_methods, get_retriever, method_parts
 from hopgraph.retrieve.graph_search import Frontier, stex
 from hopgraph.retrieve.model_search import (
     PairCache,
@@ -42,27 +41,23 @@ MODEL_HELP = (
 class CrossEncoderParams:
     """What every cross-encoder method takes."""
 
-    model: str = option("", MODEL_HELP)
-    base: str = option("dense", "first-stage retriever (vector search, O_vs)")
-    max_length: int = option(0, "tokens per (query, passage) pair; 0: the model's own setting")
-
-    def validate(self) -> None:
-        if self.max_length < 0:
-            raise ConfigError("max_length must be >= 0")
-        if getattr(self, "mix", 0.0) < 0:
-            raise ConfigError("mix must be >= 0")
-        for name in ("n", "batch", "b_max"):
-            if hasattr(self, name):
-                positive(name, getattr(self, name))
+    model: str = option("", MODEL_HELP, server_only=True)
+    base: str = option("dense", "first-stage retriever (vector search, O_vs)", choices=base_methods)
+    max_length: int = option(
+        0, "tokens per (query, passage) pair; 0: the model's own setting", bounds=NON_NEGATIVE
+    )
 
 
 @dataclass(frozen=True)
 class RerankParams(CrossEncoderParams):
-    n: int = option(100, "candidates rescored by the cross-encoder (the base's top n)")
+    n: int = option(
+        100, "candidates rescored by the cross-encoder (the base's top n)", bounds=POSITIVE
+    )
     mix: float = option(
         3.0,
         "weight of the base's score beside the cross-encoder's (each z-scored over the n); "
         "0: the cross-encoder alone",
+        bounds=NON_NEGATIVE,
     )
 
 
@@ -144,9 +139,9 @@ class RerankRetriever(_CrossEncoderRetriever):
 
 @dataclass(frozen=True)
 class GARParams(CrossEncoderParams):
-    n: int = option(100, "depth of the initial ranking R0")
-    batch: int = option(10, "passages scored per step (b)")
-    b_max: int = option(100, "passages scored per query (the budget c)")
+    n: int = option(100, "depth of the initial ranking R0", bounds=POSITIVE)
+    batch: int = option(10, "passages scored per step (b)", bounds=POSITIVE)
+    b_max: int = option(100, "passages scored per query (the budget c)", bounds=POSITIVE)
 
 
 class GARRetriever(_CrossEncoderRetriever):
@@ -199,29 +194,25 @@ class GARRetriever(_CrossEncoderRetriever):
 @dataclass(frozen=True)
 class FastInsightParams(CrossEncoderParams):
     batch: int = option(
-        15, "passages added per iteration (BATCH; the paper's 10 spends more pairs for less)"
+        15,
+        "passages added per iteration (BATCH; the paper's 10 spends more pairs for less)",
+        bounds=POSITIVE,
     )
-    b_max: int = option(100, "passages scored per query (the budget)")
-    alpha: float = option(0.2, "GRanker smoothing factor")
-    beta: float = option(1.0, "STeX weight of the structural score")
+    b_max: int = option(100, "passages scored per query (the budget)", bounds=POSITIVE)
+    alpha: float = option(0.2, "GRanker smoothing factor", bounds=UNIT_INTERVAL)
+    beta: float = option(1.0, "STeX weight of the structural score", bounds=NON_NEGATIVE)
     mix: float = option(
         3.0,
         "weight of the query-passage cosine beside GRanker's score (each z-scored over the "
         "retrieved list); 0: GRanker alone, as the paper",
+        bounds=NON_NEGATIVE,
     )
     patience: int = option(
         2,
         "stop early after this many iterations in a row add nothing to the top k "
         "(0: spend the whole budget, as the paper does)",
+        bounds=NON_NEGATIVE,
     )
-
-    def validate(self) -> None:
-        super().validate()
-        in_unit_interval("alpha", self.alpha)
-        if self.beta < 0:
-            raise ConfigError(f"beta must be >= 0, got {self.beta}")
-        if self.patience < 0:
-            raise ConfigError(f"patience must be >= 0, got {self.patience}")
 
 
 class FastInsightRetriever(_CrossEncoderRetriever):

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
-from hopgraph.config import option, positive
+from hopgraph.config import NON_NEGATIVE, POSITIVE, option
 from hopgraph.errors import ConfigError
 from hopgraph.retrieve.base import Retriever, allowed_rows
 from hopgraph.retrieve.operators import (
@@ -23,19 +24,13 @@ from hopgraph.retrieve.ranking import Ranking, top_k
 
 @dataclass(frozen=True)
 class RRFParams:
-    k_rrf: float = option(60.0, "RRF constant k in 1/(k + rank)")
-    depth: int = option(100, "candidates taken from each of BM25 and dense")
+    k_rrf: float = option(60.0, "RRF constant k in 1/(k + rank)", bounds=NON_NEGATIVE)
+    depth: int = option(100, "candidates taken from each of BM25 and dense", bounds=POSITIVE)
     dense_mode: str = option(
         "auto", "dense search: exact, hnsw, or auto (hnsw when the index has the graph)",
         ("auto", "exact", "hnsw"),
     )  # fmt: skip
-    ef_search: int = option(256, "HNSW efSearch (dense_mode=hnsw)")
-
-    def validate(self) -> None:
-        positive("depth", self.depth)
-        positive("ef_search", self.ef_search)
-        if self.k_rrf < 0:
-            raise ConfigError(f"option 'k_rrf' must be >= 0, got {self.k_rrf}")
+    ef_search: int = option(256, "HNSW efSearch (dense_mode=hnsw)", bounds=POSITIVE)
 
 
 class RRFRetriever(Retriever):
@@ -74,12 +69,20 @@ class RRFRetriever(Retriever):
 
 @dataclass(frozen=True)
 class HybridParams:
-    w_sparse: float = option(0.3, "weight of the normalised BM25 score")
-    w_dense: float = option(0.7, "weight of the cosine similarity")
+    w_sparse: float = option(0.3, "weight of the normalised BM25 score", bounds=NON_NEGATIVE)
+    w_dense: float = option(0.7, "weight of the cosine similarity", bounds=NON_NEGATIVE)
+
+    # the rule between the options, as validate() checks it and the HTTP schema states it
+    json_schema_rules: ClassVar[dict[str, Any]] = {
+        "not": {
+            "required": ["w_sparse", "w_dense"],
+            "properties": {"w_sparse": {"const": 0}, "w_dense": {"const": 0}},
+        }
+    }
 
     def validate(self) -> None:
-        if self.w_sparse < 0 or self.w_dense < 0 or self.w_sparse + self.w_dense == 0:
-            raise ConfigError("hybrid weights must be >= 0 and not both 0")
+        if self.w_sparse + self.w_dense == 0:
+            raise ConfigError("hybrid weights must not both be 0")
 
 
 class HybridRetriever(Retriever):
@@ -118,12 +121,8 @@ class HybridRetriever(Retriever):
 
 @dataclass(frozen=True)
 class ComposedParams:
-    c: int = option(10, "dense scoring over the top k·c BM25 candidates")
-    min_candidates: int = option(100, "at least this many BM25 candidates")
-
-    def validate(self) -> None:
-        positive("c", self.c)
-        positive("min_candidates", self.min_candidates)
+    c: int = option(10, "dense scoring over the top k·c BM25 candidates", bounds=POSITIVE)
+    min_candidates: int = option(100, "at least this many BM25 candidates", bounds=POSITIVE)
 
 
 class ComposedRetriever(Retriever):

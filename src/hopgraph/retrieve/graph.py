@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hopgraph.config import in_unit_interval, option, positive
+from hopgraph.config import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Bounds, option
 from hopgraph.graph.bipartite import BipartiteGraph, build_bipartite
 from hopgraph.graph.ppr import ppr_power, ppr_push
 from hopgraph.retrieve.base import (
@@ -32,39 +32,33 @@ from hopgraph.retrieve.seeds import MIXINGS, WEIGHTINGS, entity_weights, mix_see
 
 @dataclass(frozen=True)
 class GraphParams:
-    alpha: float = option(0.15, "PPR restart probability α")
-    max_iter: int = option(5, "power iterations T")
+    alpha: float = option(0.15, "PPR restart probability α", bounds=UNIT_INTERVAL)
+    max_iter: int = option(5, "power iterations T", bounds=POSITIVE)
     ppr: str = option("power", "PPR solver: power iteration or forward push", ("power", "push"))
-    eps: float = option(1e-6, "push residual threshold ε (ppr=push)")
+    eps: float = option(1e-6, "push residual threshold ε (ppr=push)", bounds=POSITIVE)
     hub_penalty: float = option(0.5, "p: passage→entity edges scaled by df^-p")
     entity_q: float = option(0.5, "q: query-entity seeds weighted df^-q")
     entity_seeds: bool = option(True, "seed the query's entities")
     query_matcher: str = option(
         "ner", "find query entities by the index's NER or by n-gram lookup", ("ner", "ngram")
     )
-    seed_k: int = option(5, "top-k passages of the seed retriever")
+    seed_k: int = option(5, "top-k passages of the seed retriever", bounds=POSITIVE)
     seed_weighting: str = option("rank", "seed passage weights", WEIGHTINGS)
     mixing: str = option("l1", "entity/passage seed mixing (adaptive = SPRIG-MIX)", MIXINGS)
-    alpha_mix: float = option(0.5, "entity share of the seed mass (mixing=fixed)")
+    alpha_mix: float = option(
+        0.5, "entity share of the seed mass (mixing=fixed)", bounds=UNIT_INTERVAL
+    )
     fallback: str = option("uniform", "when no seed: uniform over passages or BM25 top-1",
                            ("uniform", "bm25"))  # fmt: skip
-    prune_top_pct: float = option(0.0, "SPRIG-PRUNE: drop the top x% entities by df")
+    prune_top_pct: float = option(
+        0.0, "SPRIG-PRUNE: drop the top x% entities by df", bounds=Bounds(minimum=0, below=100)
+    )
     edge_cap: int = option(0, "keep each entity's L heaviest edges (0 = all)")
     own_page_boost: float = option(
-        1.0, "multiply entity→passage edges into the entity's own page (needs title aliases)"
+        1.0,
+        "multiply entity→passage edges into the entity's own page (needs title aliases)",
+        bounds=POSITIVE,
     )
-
-    def validate(self) -> None:
-        in_unit_interval("alpha", self.alpha)
-        in_unit_interval("alpha_mix", self.alpha_mix)
-        positive("max_iter", self.max_iter)
-        positive("eps", self.eps)
-        positive("seed_k", self.seed_k)
-        positive("own_page_boost", self.own_page_boost)
-        if not 0 <= self.prune_top_pct < 100:
-            from hopgraph.errors import ConfigError
-
-            raise ConfigError(f"prune_top_pct must be in [0, 100), got {self.prune_top_pct}")
 
 
 class _PPRRetriever(Retriever):
@@ -223,8 +217,8 @@ class GraphRRFRetriever(_PPRRetriever):
 
 @dataclass(frozen=True)
 class FusionParams(GraphParams):
-    k_rrf: float = option(60.0, "RRF constant")
-    depth: int = option(100, "list depth fused")
+    k_rrf: float = option(60.0, "RRF constant", bounds=NON_NEGATIVE)
+    depth: int = option(100, "list depth fused", bounds=POSITIVE)
 
 
 class RRFPPRFusionRetriever(_PPRRetriever):
@@ -273,16 +267,13 @@ class RRFPPRFusionRetriever(_PPRRetriever):
 
 @dataclass(frozen=True)
 class TermGraphParams:
-    alpha: float = option(0.15, "PPR restart probability α")
-    max_iter: int = option(5, "power iterations T")
+    alpha: float = option(0.15, "PPR restart probability α", bounds=UNIT_INTERVAL)
+    max_iter: int = option(5, "power iterations T", bounds=POSITIVE)
     hub_penalty: float = option(0.5, "p: passage→term edges scaled by df^-p")
     min_df: int = option(3, "drop terms in fewer passages")
-    max_df_ratio: float = option(0.1, "drop terms in more than this share of passages")
-
-    def validate(self) -> None:
-        in_unit_interval("alpha", self.alpha)
-        in_unit_interval("max_df_ratio", self.max_df_ratio)
-        positive("max_iter", self.max_iter)
+    max_df_ratio: float = option(
+        0.1, "drop terms in more than this share of passages", bounds=UNIT_INTERVAL
+    )
 
 
 class TfidfGraphRetriever(Retriever):
@@ -326,12 +317,8 @@ class TfidfGraphRetriever(Retriever):
 
 @dataclass(frozen=True)
 class TwoStepParams:
-    first_k: int = option(5, "passages read in the first BM25 step")
-    n_expand: int = option(5, "entities added to the query")
-
-    def validate(self) -> None:
-        positive("first_k", self.first_k)
-        positive("n_expand", self.n_expand)
+    first_k: int = option(5, "passages read in the first BM25 step", bounds=POSITIVE)
+    n_expand: int = option(5, "entities added to the query", bounds=POSITIVE)
 
 
 class BM25TwoStepRetriever(Retriever):

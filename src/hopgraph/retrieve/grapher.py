@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hopgraph.config import in_unit_interval, option, positive
+from hopgraph.config import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, option
 from hopgraph.errors import ConfigError
 from hopgraph.graph.cohesion import (
     graph_cohesive_smoothing,
@@ -29,35 +29,44 @@ from hopgraph.index import Index
 from hopgraph.retrieve.base import (
     Retriever,
     allowed_rows,
+    base_methods,
     get_retriever,
     method_parts,
 )
 from hopgraph.retrieve.ranking import Ranking, top_k
 
 
+def _bases() -> tuple[str, ...]:
+    """The methods a GraphER method may rerank: any base but a GraphER method."""
+    return tuple(m for m in base_methods() if not m.startswith("grapher"))
+
+
 @dataclass(frozen=True)
 class GraphERParams:
-    base: str = option("hybrid", "base retriever giving the candidates and their seed scores")
-    n: int = option(200, "candidates reranked (the base retriever's top n)")
-    alpha: float = option(0.2, "weight of the seed scores in each step (chosen on hotpotqa_train)")
-    eps: float = option(1e-6, "stop when the L1 change of the scores is below this")
-    max_iter: int = option(100, "at most this many iterations")
-    w_conceptual: float = option(
-        0.0, "weight of shared-entity edges (the paper's choice for multi-hop QA; 1 to use)"
+    base: str = option(
+        "hybrid", "base retriever giving the candidates and their seed scores", choices=_bases
     )
-    w_structural: float = option(1.0, "weight of links: hyperlinks, foreign keys, title mentions")
-    w_contextual: float = option(1.0, "weight of edges between adjacent chunks of a document")
-
-    def validate(self) -> None:
-        positive("n", self.n)
-        in_unit_interval("alpha", self.alpha)
-        positive("eps", self.eps)
-        positive("max_iter", self.max_iter)
-        ws = (self.w_conceptual, self.w_structural, self.w_contextual)
-        if min(ws) < 0:
-            raise ConfigError(f"edge weights must be >= 0, got {ws}")
-        if self.base.startswith("grapher"):
-            raise ConfigError("the base of a GraphER method cannot be a GraphER method")
+    n: int = option(200, "candidates reranked (the base retriever's top n)", bounds=POSITIVE)
+    alpha: float = option(
+        0.2,
+        "weight of the seed scores in each step (chosen on hotpotqa_train)",
+        bounds=UNIT_INTERVAL,
+    )
+    eps: float = option(
+        1e-6, "stop when the L1 change of the scores is below this", bounds=POSITIVE
+    )
+    max_iter: int = option(100, "at most this many iterations", bounds=POSITIVE)
+    w_conceptual: float = option(
+        0.0,
+        "weight of shared-entity edges (the paper's choice for multi-hop QA; 1 to use)",
+        bounds=NON_NEGATIVE,
+    )
+    w_structural: float = option(
+        1.0, "weight of links: hyperlinks, foreign keys, title mentions", bounds=NON_NEGATIVE
+    )
+    w_contextual: float = option(
+        1.0, "weight of edges between adjacent chunks of a document", bounds=NON_NEGATIVE
+    )
 
 
 @dataclass
@@ -169,7 +178,9 @@ class GraphERGCSRetriever(_GraphERRetriever):
 
 @dataclass(frozen=True)
 class GraphERPPRParams(GraphERParams):
-    alpha: float = option(0.6, "PPR restart probability (chosen on hotpotqa_train)")
+    alpha: float = option(
+        0.6, "PPR restart probability (chosen on hotpotqa_train)", bounds=UNIT_INTERVAL
+    )
 
 
 class GraphERPPRRetriever(_GraphERRetriever):
@@ -205,10 +216,11 @@ def gat_features(
 
 @dataclass(frozen=True)
 class GraphERGATParams(GraphERParams):
-    model: str = option("", "folder of a ranker trained by `hopgraph train-gat` (required)")
+    model: str = option(
+        "", "folder of a ranker trained by `hopgraph train-gat` (required)", server_only=True
+    )
 
     def validate(self) -> None:
-        super().validate()
         if not self.model:
             raise ConfigError(
                 "grapher_gat needs model=FOLDER: a ranker trained with `hopgraph train-gat`"

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.config import option, positive
+from hopgraph.config import NON_NEGATIVE, POSITIVE, option
 from hopgraph.errors import ConfigError
 from hopgraph.index.partial_triples import PartialTriplesPart
 from hopgraph.index.same_as import SameAsPart
@@ -58,9 +58,11 @@ from hopgraph.text.clauses import split_relative_clauses
 
 @dataclass(frozen=True)
 class GrieverParams:
-    iterations: int = option(2, "retrieval iterations n_i (1: no second hop)")
+    iterations: int = option(2, "retrieval iterations n_i (1: no second hop)", bounds=POSITIVE)
     step_k: int = option(
-        0, "passages retrieved per iteration (0: the k asked for, at most max_step)"
+        0,
+        "passages retrieved per iteration (0: the k asked for, at most max_step)",
+        bounds=NON_NEGATIVE,
     )
     max_step: int = option(
         20, "step_k=0: at most this many per iteration; a longer ranking ends with composed's"
@@ -70,47 +72,49 @@ class GrieverParams:
         "first-iteration retriever (rrf: the paper's ablation)",
         ("composed", "rrf"),
     )
-    c: int = option(10, "composed: dense scoring of the top step_k*c BM25 candidates")
-    first_bm25: float = option(
-        0.1, "iteration 1, composed: rank candidates by cosine + this * BM25/max (0: the paper)"
+    c: int = option(
+        10, "composed: dense scoring of the top step_k*c BM25 candidates", bounds=POSITIVE
     )
-    min_candidates: int = option(100, "composed: at least this many BM25 candidates")
-    k_rrf: float = option(60.0, "RRF constant")
+    first_bm25: float = option(
+        0.1,
+        "iteration 1, composed: rank candidates by cosine + this * BM25/max (0: the paper)",
+        bounds=NON_NEGATIVE,
+    )
+    min_candidates: int = option(
+        100, "composed: at least this many BM25 candidates", bounds=POSITIVE
+    )
+    k_rrf: float = option(60.0, "RRF constant", bounds=NON_NEGATIVE)
     split_clauses: bool = option(True, "also search the relative-clause sub-queries (§4.2.1)")
     shortlist: str = option(
         "partial",
         "triple shortlisting: partial triples (the paper), full triples or none (ablations)",
         ("partial", "full", "none"),
     )
-    t_max: int = option(20, "partial triples (or triples) shortlisted per iteration")
+    t_max: int = option(
+        20, "partial triples (or triples) shortlisted per iteration", bounds=POSITIVE
+    )
     synonyms: bool = option(True, "expand entities with their same_as synonyms")
     rewrite: bool = option(True, "rewrite the query between iterations (§4.5)")
-    max_n: int = option(4, "entity matcher: longest query n-gram in words")
-    join_entities: int = option(10, "join entities (of the best triples) searched next iteration")
+    max_n: int = option(4, "entity matcher: longest query n-gram in words", bounds=POSITIVE)
+    join_entities: int = option(
+        10, "join entities (of the best triples) searched next iteration", bounds=NON_NEGATIVE
+    )
     rewrites: int = option(
-        3, "the best join entities that get their own rewritten query (1: the paper's one)"
+        3,
+        "the best join entities that get their own rewritten query (1: the paper's one)",
+        bounds=POSITIVE,
     )
     min_entity_score: float = option(0.6, "rewrite only when the named entity matches this well")
     min_predicate_score: float = option(0.4, "rewrite the predicate's words too above this")
-    max_paths: int = option(200, "paths kept per iteration")
-    w_path: float = option(1.0, "final score: retrieval cosine + w_path * path score")
-    w_bm25: float = option(
-        0.25, "final score: + w_bm25 * the question's BM25 / its maximum over the passages"
+    max_paths: int = option(200, "paths kept per iteration", bounds=POSITIVE)
+    w_path: float = option(
+        1.0, "final score: retrieval cosine + w_path * path score", bounds=NON_NEGATIVE
     )
-
-    def validate(self) -> None:
-        for name in (
-            "iterations",
-            "c",
-            "min_candidates",
-            "t_max",
-            "max_n",
-            "max_paths",
-            "rewrites",
-        ):
-            positive(name, getattr(self, name))
-        if min(self.step_k, self.join_entities, self.w_path, self.w_bm25, self.first_bm25) < 0:
-            raise ConfigError("step_k, join_entities, w_path, w_bm25 and first_bm25 must be >= 0")
+    w_bm25: float = option(
+        0.25,
+        "final score: + w_bm25 * the question's BM25 / its maximum over the passages",
+        bounds=NON_NEGATIVE,
+    )
 
 
 @dataclass

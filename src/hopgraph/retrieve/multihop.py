@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.config import in_unit_interval, option, positive
+from hopgraph.config import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Bounds, option
 from hopgraph.errors import ConfigError
 from hopgraph.index import Index
 from hopgraph.index.profile import LEXICAL_GAP, lexical_weight
@@ -71,12 +71,16 @@ from hopgraph.text.questions import is_comparison
 
 @dataclass(frozen=True)
 class MultihopParams:
-    depth: int = option(50, "candidates taken from each of BM25, dense and PPR")
-    anchors: int = option(8, "first-hop passages whose entities and vectors lead the second hop")
-    bridge_cap: int = option(30, "most bridge pages taken from one anchor (rarest entities first)")
-    k_rrf: float = option(60.0, "RRF constant")
-    alpha: float = option(0.15, "PPR restart probability")
-    max_iter: int = option(5, "PPR power iterations")
+    depth: int = option(50, "candidates taken from each of BM25, dense and PPR", bounds=POSITIVE)
+    anchors: int = option(
+        8, "first-hop passages whose entities and vectors lead the second hop", bounds=POSITIVE
+    )
+    bridge_cap: int = option(
+        30, "most bridge pages taken from one anchor (rarest entities first)", bounds=POSITIVE
+    )
+    k_rrf: float = option(60.0, "RRF constant", bounds=NON_NEGATIVE)
+    alpha: float = option(0.15, "PPR restart probability", bounds=UNIT_INTERVAL)
+    max_iter: int = option(5, "PPR power iterations", bounds=POSITIVE)
     ppr: str = option(
         "auto",
         "PPR solver: power = every step over the whole graph; local = only nodes whose mass "
@@ -84,37 +88,55 @@ class MultihopParams:
         "auto = local from ppr_local_min_passages passages on",
         choices=("auto", "power", "local"),
     )
-    ppr_eps: float = option(1e-7, "local PPR: a node spreads its mass while above eps x degree")
-    ppr_local_min_passages: int = option(100_000, "ppr=auto solves locally from this many")
+    ppr_eps: float = option(
+        1e-7, "local PPR: a node spreads its mass while above eps x degree", bounds=NON_NEGATIVE
+    )
+    ppr_local_min_passages: int = option(
+        100_000, "ppr=auto solves locally from this many", bounds=POSITIVE
+    )
     hub_penalty: float = option(0.5, "passage→entity edges scaled by df^-p")
     entity_q: float = option(0.5, "query-entity seeds weighted df^-q")
-    seed_k: int = option(5, "RRF top passages seeding PPR")
-    own_page_boost: float = option(10.0, "entity→own-page edge boost (with title aliases)")
-    rewrite_anchors: int = option(3, "anchors the query is rewritten through")
-    rewrite_entities: int = option(5, "rarest new entities of an anchor added to its rewrite")
-    rewrite_k: int = option(0, "candidates taken from each rewritten query (0 = none)")
+    seed_k: int = option(5, "RRF top passages seeding PPR", bounds=POSITIVE)
+    own_page_boost: float = option(
+        10.0, "entity→own-page edge boost (with title aliases)", bounds=POSITIVE
+    )
+    rewrite_anchors: int = option(3, "anchors the query is rewritten through", bounds=POSITIVE)
+    rewrite_entities: int = option(
+        5, "rarest new entities of an anchor added to its rewrite", bounds=NON_NEGATIVE
+    )
+    rewrite_k: int = option(
+        0, "candidates taken from each rewritten query (0 = none)", bounds=NON_NEGATIVE
+    )
     chain: int = option(
         3,  # chosen on the train sets (docs/benchmarks.md, issue 37)
         "a second round: the ranker's top N lead the next hop (their bridge pages join the "
         "candidates, every hop feature is taken again from them, the ranker scores again; 0: one "
         "round)",
+        bounds=NON_NEGATIVE,
     )
     ngram_entities: bool = option(True, "also find query entities by n-gram lookup")
-    gcs_alpha: float = option(0.5, "cohesive smoothing: weight of a passage's own score")
-    model: str = option("", "ranker file (empty = the one shipped with hopgraph)")
+    gcs_alpha: float = option(
+        0.5, "cohesive smoothing: weight of a passage's own score", bounds=UNIT_INTERVAL
+    )
+    model: str = option("", "ranker file (empty = the one shipped with hopgraph)", server_only=True)
     rerank: int = option(
-        0, "rescore the top N with the cross-encoder, mixed with the ranker's score (0: off)"
+        0,
+        "rescore the top N with the cross-encoder, mixed with the ranker's score (0: off)",
+        bounds=NON_NEGATIVE,
     )
     rerank_mix: float = option(
         6.0,  # chosen leaving each multi-hop set out in turn (docs/benchmarks.md, issue 22)
         "weight of the ranker's score beside the cross-encoder's",
+        bounds=NON_NEGATIVE,
     )
     rerank_paths: bool = option(
         True,
         "a rescored passage reached through another (a first-hop passage's bridge page or back "
         "link) scores at least the mean of the two cross-encoder scores",
     )
-    rerank_model: str = option("", "cross-encoder for rerank (empty: the packaged reranker)")
+    rerank_model: str = option(
+        "", "cross-encoder for rerank (empty: the packaged reranker)", server_only=True
+    )
     hop_encoder: bool = option(
         False,
         "a trained hop query encoder reads the question with each round's top passages and "
@@ -123,7 +145,9 @@ class MultihopParams:
         "65-110 ms more a search on 2 cores in bf16 (75-155 in fp32) and ~450 MB "
         "(docs/benchmarks.md)",
     )
-    hop_encoder_model: str = option("", "hop encoder folder (empty: the packaged one)")
+    hop_encoder_model: str = option(
+        "", "hop encoder folder (empty: the packaged one)", server_only=True
+    )
     hop_encoder_precision: str = option(
         "auto",
         "the hop encoder's arithmetic: auto = bf16 where the CPU has native bf16 (1.6x faster "
@@ -136,8 +160,11 @@ class MultihopParams:
         "no-vector order's top N passages at query time and rerank them by their cosine; costs "
         "the encoding of N passages a search (hundreds of ms on 2 cores, docs/benchmarks.md); "
         "-1: 20 while a staged build is still encoding the index's vectors, else 0 (off)",
+        bounds=Bounds(minimum=-1),
     )
-    query_vectors_model: str = option("", "reranker file for query_vectors (empty: the packaged)")
+    query_vectors_model: str = option(
+        "", "reranker file for query_vectors (empty: the packaged)", server_only=True
+    )
     vectors: str = option(
         "auto",
         "passage vectors in the ranking: auto = where the index has them and its encoder speaks "
@@ -149,29 +176,13 @@ class MultihopParams:
         -1.0,
         "weight of BM25's ranking fused (RRF) with the ranker's; -1: from the index's corpus "
         "profile (0 where dense finds the corpus's own passages as well as BM25 does)",
+        bounds=Bounds(minimum=0, also=(-1,)),
     )
     lexical_gap: float = option(
-        LEXICAL_GAP, "with lexical_weight=-1: BM25's MRR lead over dense that gives weight 1"
+        LEXICAL_GAP,
+        "with lexical_weight=-1: BM25's MRR lead over dense that gives weight 1",
+        bounds=POSITIVE,
     )
-
-    def validate(self) -> None:
-        for name in ("depth", "anchors", "bridge_cap", "max_iter", "seed_k",
-                     "own_page_boost", "rewrite_anchors", "ppr_local_min_passages"):  # fmt: skip
-            positive(name, getattr(self, name))
-        if self.lexical_weight < 0 and self.lexical_weight != -1:
-            raise ConfigError(
-                f"option 'lexical_weight' must be >= 0 or -1 (auto), got {self.lexical_weight}"
-            )
-        positive("lexical_gap", self.lexical_gap)
-        if self.ppr_eps < 0:
-            raise ConfigError(f"option 'ppr_eps' must be >= 0, got {self.ppr_eps}")
-        for name in ("rewrite_entities", "rewrite_k", "chain", "rerank", "rerank_mix"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"option {name!r} must be >= 0, got {getattr(self, name)}")
-        if self.query_vectors < -1:
-            raise ConfigError(f"option 'query_vectors' must be >= -1, got {self.query_vectors}")
-        in_unit_interval("alpha", self.alpha)
-        in_unit_interval("gcs_alpha", self.gcs_alpha)
 
     def settings(self) -> HopSettings:
         """The feature-extraction knobs: every parameter of the same name (all but ``model``)."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hopgraph.config import in_unit_interval, option, positive
+from hopgraph.config import POSITIVE, UNIT_INTERVAL, option
 from hopgraph.retrieve.base import Retriever, allowed_rows, masked
 from hopgraph.retrieve.operators import lexical_search
 from hopgraph.retrieve.ranking import Ranking, top_k
@@ -44,14 +44,11 @@ class BM25Retriever(Retriever):
 
 @dataclass(frozen=True)
 class RM3Params:
-    fb_docs: int = option(10, "feedback passages (top BM25 hits)")
-    fb_terms: int = option(10, "expansion terms kept")
-    orig_weight: float = option(0.5, "weight of the original query (λ); 1 - λ goes to feedback")
-
-    def validate(self) -> None:
-        positive("fb_docs", self.fb_docs)
-        positive("fb_terms", self.fb_terms)
-        in_unit_interval("orig_weight", self.orig_weight)
+    fb_docs: int = option(10, "feedback passages (top BM25 hits)", bounds=POSITIVE)
+    fb_terms: int = option(10, "expansion terms kept", bounds=POSITIVE)
+    orig_weight: float = option(
+        0.5, "weight of the original query (λ); 1 - λ goes to feedback", bounds=UNIT_INTERVAL
+    )
 
 
 class RM3Retriever(Retriever):

@@ -32,7 +32,7 @@ from fastapi import APIRouter, Depends, FastAPI, status
 from fastapi.responses import HTMLResponse
 
 from hopgraph import __version__
-from hopgraph.config import describe_options
+from hopgraph.config import describe_options, server_only_options
 from hopgraph.corpus import Passage
 from hopgraph.errors import (
     BuildPendingError,
@@ -70,7 +70,7 @@ from hopgraph.serve.multi import IndexRegistry, RegistryError, api_error, indexe
 from hopgraph.serve.openapi import install_openapi
 from hopgraph.serve.problems import ApiError, install_error_handlers
 from hopgraph.serve.process import configured
-from hopgraph.serve.settings import SERVER_ONLY_PARAMS, Settings
+from hopgraph.serve.settings import Settings
 from hopgraph.serve.state import RequestError, ServedIndex, Snapshot
 
 DESCRIPTION = """Multi-hop retrieval over one hopgraph index folder, with live updates.
@@ -157,6 +157,7 @@ def create_app(index_dir: str, settings: Settings | None = None) -> FastAPI:
         methods=lambda: supported_methods(served.snapshot.index),
         all_methods=supported_methods(None),
         parts=available_parts(),
+        default_method=lambda: default_choice(served.snapshot.index).method,
     )
     app.add_middleware(HeadMiddleware)  # HEAD wherever GET is served
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
@@ -488,6 +489,7 @@ def _method_info(name: str, snap: Snapshot, served: ServedIndex) -> dict[str, An
     cls = method_class(name)
     bounds = param_bounds(cls.Params)
     fixed = served.method_params.get(name, {})
+    server_only = server_only_options(cls.Params)
     try:
         parts = list(method_parts(name, fixed))
     except HopgraphError:  # e.g. a method that needs model=FOLDER
@@ -504,7 +506,7 @@ def _method_info(name: str, snap: Snapshot, served: ServedIndex) -> dict[str, An
                 "type": tp,
                 "default": jsonable(default),
                 "help": help_,
-                "server_only": opt in SERVER_ONLY_PARAMS,
+                "server_only": opt in server_only,
                 "max": bounds.get(opt),
             }
             for opt, tp, default, help_ in describe_options(cls.Params)

@@ -28,7 +28,7 @@ from hopgraph.retrieve.crowding import DEFAULT_MAX_PER_DOC
 
 ParamValue = Annotated[
     str | int | float | bool | None,
-    Field(description="a method parameter (strings are converted as on the command line)"),
+    Field(description="a method parameter, a JSON value of its type (Params_METHOD)"),
 ]
 
 

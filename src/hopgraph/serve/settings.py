@@ -9,9 +9,6 @@ from hopgraph.errors import ConfigError
 from hopgraph.filters import MAX_FILTER_TERMS, MAX_IN_VALUES
 from hopgraph.priority import WRITER_NICE, check_nice
 
-# Parameters a client may not choose: they name files or models the server would load. The
-# operator sets them with ``hopgraph serve --set METHOD.model=FOLDER``.
-SERVER_ONLY_PARAMS = frozenset({"model", "rerank_model"})  # paths on the server
 ROLES = ("auto", "writer", "reader")
 MULTI_LIMITS = frozenset({"max_indexes", "max_create"})  # limits of named indexes (--indexes-dir)
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.atomic import WriterRole
-from hopgraph.config import make_options
+from hopgraph.config import make_options, option_values, server_only_options
 from hopgraph.corpus import Passage
 from hopgraph.errors import ConfigError, HopgraphError, NotWriterError, UpdateError
 from hopgraph.index import Index
@@ -51,7 +51,7 @@ from hopgraph.retrieve.registry import (
 )
 from hopgraph.serve.bounds import over_bound
 from hopgraph.serve.process import release_memory
-from hopgraph.serve.settings import SERVER_ONLY_PARAMS, Settings
+from hopgraph.serve.settings import Settings
 
 log = logging.getLogger("hopgraph.serve")
 
@@ -261,16 +261,17 @@ class ServedIndex:
         except ConfigError as exc:
             raise RequestError("unknown_method", str(exc)) from None
         method = cls.name
-        fixed = sorted(set(params) & SERVER_ONLY_PARAMS)
+        fixed = sorted(set(params) & server_only_options(cls.Params))
         if fixed:
             raise RequestError(
                 "server_only_param",
                 f"parameter {fixed[0]!r} names files the server would load; it is set by the "
                 f"operator (hopgraph serve --set {method}.{fixed[0]}=...)",
             )
-        values = {**self.method_params.get(method, {}), **params}
-        try:
-            opts = make_options(cls.Params, values, what=f"method {method!r}")
+        try:  # the client's values as JSON gives them (the schema's types), over the server's
+            what = f"method {method!r}"
+            given = option_values(cls.Params, params, what=what, strict=True)
+            opts = make_options(cls.Params, {**self.method_params.get(method, {}), **given})
         except ConfigError as exc:
             raise RequestError("invalid_params", str(exc)) from None
         bad = [k for k, v in asdict(opts).items() if isinstance(v, float) and not math.isfinite(v)]
