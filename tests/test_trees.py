@@ -166,6 +166,32 @@ def test_ranker_set_loads_without_lightgbm():
     assert all(isinstance(r.model, TreeEnsemble) for r in rs.rankers.values())
 
 
+SEARCH = """
+import sys
+from hopgraph.cli import cli
+sys.argv = ["hopgraph", "search", sys.argv[1], "Who founded the shipyard?", "-k", "3"]
+try:
+    cli.main(standalone_mode=False)
+finally:
+    heavy = ("lightgbm", "sklearn", "pandas", "numba", "torch", "hopgraph.eval",
+             "hopgraph.cli.evaluation", "hopgraph.cli.train", "hopgraph.cli.serve")
+    print("LOADED", sorted(m for m in heavy if m in sys.modules))
+"""
+
+
+def test_search_command_imports_only_what_it_uses(default_index, tmp_path):
+    """A fresh `hopgraph search`: no lightgbm (nor scikit-learn, pandas), no numba (no kernel
+    is compiled or loaded on a small index), no torch, no evaluation, training or serving, and
+    nothing on stderr about its own start-up."""
+    folder = tmp_path / "ix"
+    default_index.save(folder)
+    r = subprocess.run([sys.executable, "-c", SEARCH, str(folder)], capture_output=True,
+                       text=True, check=True)  # fmt: skip
+    assert "LOADED []" in r.stdout, r.stdout[-500:]
+    assert "1. [" in r.stdout
+    assert r.stderr == ""
+
+
 def test_training_without_lightgbm_names_the_extra():
     script = """
 import sys
