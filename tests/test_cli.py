@@ -113,6 +113,16 @@ def test_search_with_params(demo_index_dir):
     assert json.loads(r.output)["method"] == "rrf"
 
 
+def test_search_reports_its_start_up_only_when_asked(demo_index_dir):
+    """`hopgraph search` prints nothing about its start-up on stderr unless -v (issue 62)."""
+    quiet = CliRunner().invoke(cli, ["search", str(demo_index_dir), "river", "--method", "bm25"])
+    assert quiet.exit_code == 0 and quiet.stderr == "" and "1. [" in quiet.stdout
+    loud = CliRunner().invoke(cli, ["search", str(demo_index_dir), "river", "-v", "--method",
+                                    "bm25"])  # fmt: skip
+    assert loud.exit_code == 0 and loud.stdout == quiet.stdout
+    assert loud.stderr.startswith("start-up: index loaded in ") and "bm25 set up in" in loud.stderr
+
+
 def test_eval_json_has_required_keys(demo_index_dir, tmp_path):
     out = tmp_path / "r.json"
     r = run(
