@@ -12,7 +12,7 @@ DATA ?= $(abspath ../shared/data)
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dense,ner,serve,ray,docs,integrations,mcp,dev]'
+	$(PY) -m pip install --quiet -e '.[dense,ner,serve,ray,docs,integrations,mcp,train,dev]'
 	touch $(STAMP)
 
 install: $(STAMP)

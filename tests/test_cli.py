@@ -113,6 +113,16 @@ def test_search_with_params(demo_index_dir):
     assert json.loads(r.output)["method"] == "rrf"
 
 
+def test_search_reports_its_start_up_only_when_asked(demo_index_dir):
+    """`hopgraph search` prints nothing about its start-up on stderr unless -v (issue 62)."""
+    quiet = CliRunner().invoke(cli, ["search", str(demo_index_dir), "river", "--method", "bm25"])
+    assert quiet.exit_code == 0 and quiet.stderr == "" and "1. [" in quiet.stdout
+    loud = CliRunner().invoke(cli, ["search", str(demo_index_dir), "river", "-v", "--method",
+                                    "bm25"])  # fmt: skip
+    assert loud.exit_code == 0 and loud.stdout == quiet.stdout
+    assert loud.stderr.startswith("start-up: index loaded in ") and "bm25 set up in" in loud.stderr
+
+
 def test_eval_json_has_required_keys(demo_index_dir, tmp_path):
     out = tmp_path / "r.json"
     r = run(
@@ -299,7 +309,7 @@ def test_index_without_parts_builds_the_default_and_search_uses_it(tmp_path):
     r = run("index", str(demo_dataset_path()), "-o", str(out), "-q")
     assert r.exit_code == 0, r.output
     assert "detected: titles look like entity names" in r.output
-    assert "[entities.title_aliases=true, entities.alias_mentions=true]" in r.output
+    assert "[entities.title_aliases=true, entities.alias_mentions=true, sparse.language=en]" in r.output
     index = Index.load(out)
     assert set(index.parts) == set(DEFAULT_PARTS)
     assert index.part("entities").options.title_aliases is True
@@ -330,10 +340,15 @@ def test_index_set_wins_over_detection_and_no_detect(tmp_path):
     assert "overridden by --set: entities.title_aliases" in r.output
     assert Index.load(out).part("entities").options.title_aliases is False
     r = run(
-        "index", str(demo_dataset_path()), "-o", str(out), "--parts", "sparse", "-q", "--force"
+        "index", str(demo_dataset_path()), "-o", str(out), "--parts", "dense", "-q", "--force"
     )  # fmt: skip
     assert r.exit_code == 0 and "detected" not in r.output  # no part detection covers
     assert Index.load(out).detected is None
+    r = run(
+        "index", str(demo_dataset_path()), "-o", str(out), "--parts", "sparse", "-q", "--force"
+    )  # fmt: skip
+    assert r.exit_code == 0 and "sparse.language=en" in r.output  # its language is detected
+    assert Index.load(out).part("sparse").options.language == "en"
     r = run(
         "index", str(demo_dataset_path()), "-o", str(out), "--parts", "entities", "--no-detect",
         "-q", "--force",

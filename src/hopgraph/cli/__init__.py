@@ -13,39 +13,61 @@ Each command lives in the module of its group and is a thin layer over the libra
 - :mod:`~hopgraph.cli.demo`: ``demo``
 
 and :mod:`~hopgraph.cli.common` holds what they share (help texts, options, argument parsing).
-This module assembles the ``cli`` group and runs it (:func:`main`, the console script).
+This module assembles the ``cli`` group and runs it (:func:`main`, the console script). A
+command's module is imported only when that command runs (or ``--help`` lists them all), so
+``hopgraph search`` does not pay for the imports of evaluation, training or serving (issue 62).
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
 import click
 
-from hopgraph.cli.convert import convert_group
-from hopgraph.cli.demo import demo_cmd
-from hopgraph.cli.evaluation import eval_cmd, presets_cmd
-from hopgraph.cli.index import add_parts_cmd, index_cmd, info_cmd
-from hopgraph.cli.search import methods_cmd, search_cmd
-from hopgraph.cli.serve import mcp_cmd, serve_cmd
-from hopgraph.cli.train import export_reranker_cmd, train_gat_cmd, train_reranker_cmd
-from hopgraph.cli.update import add_cmd, compact_cmd, delete_cmd
 from hopgraph.errors import HopgraphError
 
+COMMANDS: dict[str, tuple[str, str]] = {
+    "index": ("index", "index_cmd"),
+    "search": ("search", "search_cmd"),
+    "add": ("update", "add_cmd"),
+    "delete": ("update", "delete_cmd"),
+    "compact": ("update", "compact_cmd"),
+    "add-parts": ("index", "add_parts_cmd"),
+    "eval": ("evaluation", "eval_cmd"),
+    "train-gat": ("train", "train_gat_cmd"),
+    "train-reranker": ("train", "train_reranker_cmd"),
+    "export-reranker": ("train", "export_reranker_cmd"),
+    "convert": ("convert", "convert_group"),
+    "presets": ("evaluation", "presets_cmd"),
+    "info": ("index", "info_cmd"),
+    "methods": ("search", "methods_cmd"),
+    "demo": ("demo", "demo_cmd"),
+    "serve": ("serve", "serve_cmd"),
+    "mcp": ("serve", "mcp_cmd"),
+}
+"""Each command's module (under ``hopgraph.cli``) and the name of its click command there."""
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    """A click group whose commands are imported from :data:`COMMANDS` when first asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attr = COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(f"hopgraph.cli.{module}"), attr)
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="hopgraph")
 def cli() -> None:
     """Multi-hop retrieval for RAG without an LLM at query time."""
-
-
-for _command in (
-    index_cmd, search_cmd, add_cmd, delete_cmd, compact_cmd, add_parts_cmd, eval_cmd,
-    train_gat_cmd, train_reranker_cmd, export_reranker_cmd, convert_group, presets_cmd, info_cmd,
-    methods_cmd, demo_cmd, serve_cmd, mcp_cmd,
-):  # fmt: skip
-    cli.add_command(_command)
 
 
 def main() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import click
 
@@ -40,18 +42,35 @@ from hopgraph.retrieve.crowding import DEFAULT_MAX_PER_DOC
     f"enough documents [default: {DEFAULT_MAX_PER_DOC} on an index of documents, raised "
     "where they are too few for -k hits; else no limit]",
 )
-def search_cmd(index_dir, query, k, method, sets, as_json, filter_json, max_per_doc) -> None:
+@click.option("-v", "--verbose", is_flag=True,
+              help="report the start-up on stderr: how long the index, the models and the "
+              "search took, and the models' own progress bars [default: off]")  # fmt: skip
+def search_cmd(
+    index_dir, query, k, method, sets, as_json, filter_json, max_per_doc, verbose
+) -> None:
     """Search INDEX_DIR for QUERY and show the passages and why they rank."""
+    if not verbose:  # a model loaded for the first time (an ONNX export) would draw its bars
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    t0 = time.perf_counter()
     from hopgraph.index import Index
     from hopgraph.retrieve import get_retriever
     from hopgraph.retrieve.ranking import why_text
 
     spec = parse_json_option(filter_json, "--filter")
     index = Index.load(index_dir)
+    t1 = time.perf_counter()
     ranker = get_retriever(index, method, **parse_assignments(sets))
+    t2 = time.perf_counter()
     if ranker.default_fallback:  # the index lacks the default's parts: say what was used
         click.echo(f"note: {ranker.default_fallback['default_fallback']['note']}", err=True)
     ranking = ranker.search(query, k=k, filter=spec, max_per_doc=max_per_doc)
+    if verbose:
+        click.echo(
+            f"start-up: index loaded in {t1 - t0:.2f} s, {ranker.name} set up in {t2 - t1:.2f} s, "
+            f"searched in {time.perf_counter() - t2:.2f} s (models load on first use)",
+            err=True,
+        )
     if not ranking.ids:
         click.echo(
             "no passage matches the filter" if spec else "no passage found for this query",

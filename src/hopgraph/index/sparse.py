@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import bm25s
 import numpy as np
 import scipy.sparse as sp
 from tqdm.auto import tqdm
@@ -30,8 +29,10 @@ from hopgraph.index.part import (
     merge_records,
     save_records,
 )
-from hopgraph.jit import LARGE, compiled
+from hopgraph.jit import LARGE, compiled, import_bm25s
 from hopgraph.text.analyze import analyzer, check_analyzer
+
+bm25s = import_bm25s()  # without numba, which bm25s would import for backends we do not use
 
 
 @dataclass(frozen=True)

@@ -101,16 +101,15 @@ def hop_columns(
 
 
 def _ranker(folder: Path) -> HopRanker:
-    import lightgbm as lgb
-
+    from hopgraph.models.trees import TreeEnsemble
     from hopgraph.retrieve.hop_features import FEATURES
 
     path = folder / RANKER
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         feats = tuple(str(f) for f in data["features"])
-        model = lgb.Booster(model_str=str(data["model"]))
-    except (OSError, ValueError, KeyError, TypeError, lgb.basic.LightGBMError) as exc:
+        model = TreeEnsemble(str(data["model"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{folder} is not a hop encoder folder ({RANKER}: {exc})") from None
     ranker = HopRanker(feats, model, dict(data.get("meta") or {}))
     ranker.check_features((*FEATURES, *HOP_ENCODER_FEATURES))

@@ -7,7 +7,9 @@ titles are entity names (title aliases detected on: Wikipedia-like pages, where 
 signals live), ``plain_titles`` for the rest (papers, documents). A single model for both let
 SciFact's 809 one-hop questions pull the 2Wiki transfer from 0.91 to 0.83 Recall@5
 (docs/benchmarks.md). Models are fitted by :mod:`hopgraph.training.ranker`;
-``benchmarks/default_ranker.py`` reproduces the shipped file.
+``benchmarks/default_ranker.py`` reproduces the shipped file. The models are scored by
+:class:`~hopgraph.models.trees.TreeEnsemble` (their trees as numpy arrays, LightGBM's scores),
+so a search never imports lightgbm; training needs it (the ``train`` extra).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from hopgraph.errors import ConfigError
+from hopgraph.models.trees import TreeEnsemble
 
 BUNDLED = "multihop-ranker.json"
 KIND = "lightgbm-lambdarank"
@@ -40,13 +43,15 @@ def ranker_kind(corpus_kind: str, vectors: bool = True) -> str:
 @dataclass
 class HopRanker:
     features: tuple[str, ...]
-    model: Any  # lightgbm.Booster
+    model: Any  # a TreeEnsemble (or anything with lightgbm.Booster's predict)
     meta: dict[str, Any]
 
     def score(self, X: np.ndarray) -> np.ndarray:
         """The model's score for each row of ``X`` (columns in ``features`` order)."""
         if len(X) == 0:
             return np.zeros(0)
+        if isinstance(self.model, TreeEnsemble):
+            return self.model.predict(X)
         return np.asarray(self.model.predict(X, num_threads=1), np.float64)
 
     def contributions(self, X: np.ndarray) -> np.ndarray:
@@ -54,6 +59,8 @@ class HopRanker:
         last column is the expected score)."""
         if len(X) == 0:
             return np.zeros((0, len(self.features) + 1))
+        if isinstance(self.model, TreeEnsemble):
+            return self.model.contributions(X)
         return np.asarray(self.model.predict(X, pred_contrib=True, num_threads=1), np.float64)
 
     def check_features(self, expected: Sequence[str]) -> None:
@@ -105,15 +112,13 @@ class RankerSet:
 
 def ranker_from_json(data: Any, where: str = "ranker") -> RankerSet:
     """The rankers from the parsed JSON of a ranker file (``where`` names it in errors)."""
-    import lightgbm as lgb
-
     if not isinstance(data, dict) or data.get("kind") != KIND:
         kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
         raise ConfigError(f"{where}: not a {KIND} ranker (kind={kind!r})")
     try:
         feats = tuple(str(f) for f in data["features"])
-        models = {str(k): lgb.Booster(model_str=str(v)) for k, v in data["models"].items()}
-    except (KeyError, TypeError, ValueError, AttributeError, lgb.basic.LightGBMError) as exc:
+        models = {str(k): TreeEnsemble(str(v)) for k, v in data["models"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ConfigError(f"{where}: malformed ranker file ({exc})") from None
     missing = [k for k in CORPUS_KINDS if k not in models]
     if missing:

@@ -105,7 +105,7 @@ class Encoders:
 
 def query_vector_model(path: str | None = None) -> HopRanker:
     """The reranker: the file at ``path``, or the one shipped with hopgraph."""
-    import lightgbm as lgb
+    from hopgraph.models.trees import TreeEnsemble
 
     where = path or f"bundled {BUNDLED}"
     try:
@@ -117,9 +117,9 @@ def query_vector_model(path: str | None = None) -> HopRanker:
         data = json.loads(text)
         if data.get("kind") != KIND:
             raise ValueError(f"kind={data.get('kind')!r}, not {KIND}")
-        model = lgb.Booster(model_str=data["model"])
+        model = TreeEnsemble(str(data["model"]))
         ranker = HopRanker(tuple(data["features"]), model, dict(data.get("meta") or {}))
-    except (OSError, KeyError, TypeError, ValueError, lgb.basic.LightGBMError) as exc:
+    except (OSError, KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: not a query-vector reranker ({exc})") from None
     if tuple(ranker.features) != RERANK_FEATURES:
         raise ConfigError(f"{where}: its features are not this hopgraph's; retrain it "

@@ -9,8 +9,9 @@ MALLOC_ARENA_MAX=2 set by hand).
 Memory (docs/notes/serving.md, "The default method under load, with updates": the HotpotQA
 default index under 8–16 clients and updates, 552–605 MB before these, 432–461 MB after):
 
-- lightgbm is imported without the scikit-learn and pandas it loads when they are installed
-  (~130 MB; the ranker only calls ``Booster.predict`` on numpy arrays);
+- lightgbm is not imported at all: the rankers' trees are scored in numpy
+  (:mod:`hopgraph.models.trees`, issue 62), so neither it nor the scikit-learn and pandas it
+  loads (~130 MB) are resident;
 - ONNX Runtime runs without its CPU memory arena (``$HOPGRAPH_ORT_ARENA=0``), which kept the
   largest activations any encode needed for good: the same vectors bit for bit, the same
   speed for one query;
@@ -24,16 +25,11 @@ default index under 8–16 clients and updates, 552–605 MB before these, 432�
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from hopgraph import heap
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
-# lightgbm's compat module imports these when they are installed (scikit-learn pulls in
-# scipy.stats, pandas its own world: ~130 MB resident); a server only calls Booster.predict
-# on numpy arrays, which needs none of them
-LIGHTGBM_EXTRAS = ("sklearn", "pandas", "pyarrow", "dask", "matplotlib", "graphviz")
 _CONFIGURED: dict[str, Any] = {}
 _TRIM: Any = None  # glibc's malloc_trim once configure_serving turned trimming on
 
@@ -51,7 +47,7 @@ def configure_serving(
     """Pin thread counts and bound memory for a serving process: up to ``encoder_sessions``
     (default: the cores) query encodes at once, each ONNX run on cores / sessions threads,
     without ONNX Runtime's memory arena; BLAS on one thread; at most ``arena_max`` malloc
-    arenas (glibc); lightgbm imported without scikit-learn and pandas; with ``trim``,
+    arenas (glibc); with ``trim``,
     :func:`release_memory` returns malloc's free pages to the system (the server calls it
     after each new generation is published). Settings already in the environment win.
     Returns what was set."""
@@ -67,7 +63,6 @@ def configure_serving(
     # exported by a child process: torch and sentence-transformers would otherwise stay
     # resident in the server (~450 MB)
     os.environ.setdefault("HOPGRAPH_EXPORT_IN_CHILD", "1")
-    lean = import_lightgbm_lean()
     arenas = None
     libc = heap.libc()
     if libc is not None and "MALLOC_ARENA_MAX" not in os.environ:
@@ -87,7 +82,6 @@ def configure_serving(
         blas_threads=1,
         malloc_arena_max=arenas,
         onnx_memory_arena=os.environ["HOPGRAPH_ORT_ARENA"] != "0",
-        lightgbm_lean=lean,
         malloc_trim=_TRIM is not None,
         onnx_export_in_child=os.environ["HOPGRAPH_EXPORT_IN_CHILD"] == "1",
     )
@@ -103,27 +97,6 @@ def release_memory() -> bool:
     if _TRIM is None:
         return False
     _TRIM(0)
-    return True
-
-
-def import_lightgbm_lean() -> bool:
-    """Import lightgbm with its optional integrations (:data:`LIGHTGBM_EXTRAS`) hidden, so
-    that it does not load them; True if it did. Nothing changes when lightgbm is already
-    imported or missing; the hidden packages import as usual afterwards (lightgbm's own
-    scikit-learn estimators stay unavailable in this process: a server does not train)."""
-    if "lightgbm" in sys.modules:
-        return False
-    hidden = [name for name in LIGHTGBM_EXTRAS if name not in sys.modules]
-    for name in hidden:
-        sys.modules[name] = None  # type: ignore[assignment] # makes `import name` fail
-    try:
-        import lightgbm  # noqa: F401
-    except ImportError:
-        return False
-    finally:
-        for name in hidden:
-            if name in sys.modules and sys.modules[name] is None:
-                del sys.modules[name]
     return True
 
 

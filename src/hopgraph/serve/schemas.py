@@ -264,7 +264,7 @@ class Info(BaseModel):
         default_factory=dict,
         description="what `hopgraph serve` set for its process: cores, encoder sessions, ONNX "
         "and BLAS threads, malloc arenas, whether ONNX Runtime keeps its memory arena, whether "
-        "lightgbm was imported without its optional integrations, whether malloc_trim runs "
+        "malloc_trim runs "
         "after each published generation (those only when `hopgraph serve` made the app), "
         "and writer_nice: the CPU niceness of the threads that update, compact and replay",
     )

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from bm25s.stopwords import STOPWORDS_EN
+from hopgraph.jit import import_bm25s
 
+STOPWORDS_EN = import_bm25s().stopwords.STOPWORDS_EN  # bm25s without numba (issue 62)
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
 

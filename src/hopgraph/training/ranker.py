@@ -27,6 +27,7 @@ from hopgraph.index import Index
 from hopgraph.models.ranker import CORPUS_KINDS, HopRanker, RankerSet, ranker_kind
 from hopgraph.retrieve.hop_features import FEATURES, HopSettings, corpus_kind
 from hopgraph.retrieve.multihop import corpus_lexical_weight, final_order, score_candidates
+from hopgraph.training import import_lightgbm
 
 LGB_PARAMS: dict[str, Any] = {
     "objective": "lambdarank",
@@ -101,8 +102,9 @@ def collect(c: TrainingCorpus, s: HopSettings, progress: bool = False) -> Candid
 
 
 def fit(data: Sequence[Candidates], params: dict[str, Any] | None = None) -> Any:
-    """A LambdaRank booster on the questions of ``data``."""
-    import lightgbm as lgb
+    """A LambdaRank booster on the questions of ``data`` (needs lightgbm: the ``train``
+    extra)."""
+    lgb = import_lightgbm()
 
     model = lgb.LGBMRanker(**{**LGB_PARAMS, **(params or {})})
     model.fit(
@@ -168,9 +170,7 @@ def train_both(
 
 
 def _lgb_version() -> str:
-    import lightgbm as lgb
-
-    return str(lgb.__version__)
+    return str(import_lightgbm().__version__)
 
 
 def evaluate_ranker(
