@@ -9,8 +9,8 @@
 - **Every other language**: Unicode NFKC, the language's lowercasing (Turkish dotted and
   dotless i) and letter normalisation (Arabic script: diacritics and tatweel removed; for
   Urdu, Pashto and Kurdish, which have no Snowball stemmer, alef, yeh and teh marbuta forms
-  folded too, as Lucene's ``ArabicNormalizationFilter``: before the Arabic stemmer, which folds them its own
-  way, that folding cost xquad_ar 0.013 MRR), then
+  folded too, as Lucene's ``ArabicNormalizationFilter``; before the Arabic stemmer, which
+  folds them its own way, that folding cost xquad_ar 0.013 MRR), then
   words as runs of letters, digits *and their combining marks* (Python's ``\\w`` alone cuts
   Devanagari, Thai and Arabic words at every vowel sign). A run in a script written without
   spaces (Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer, Myanmar) becomes overlapping
