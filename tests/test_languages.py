@@ -19,7 +19,7 @@ from hopgraph.index.registry import split_part_options
 from hopgraph.index.sparse import SparseOptions
 from hopgraph.retrieve import get_retriever
 from hopgraph.text.analyze import Analyzer, MixedAnalyzer, analyzer, bigrams, normalize
-from hopgraph.text.language import classify, detect_among, detect_language
+from hopgraph.text.language import classify, detect_among, detect_language, plainly_english
 from hopgraph.text.tokenize import Tokenizer
 
 # Short Chinese pages (written for this test): a question's words, in other order, lie in one.
@@ -125,6 +125,14 @@ def test_language_of_texts():
     assert classify("1234 --- 5678") == ""
     assert detect_among("Les chevaux courent dans le pré.", ["en", "fr"]) == "fr"
     assert detect_among("42", ["en", "fr"]) == "en"
+
+
+def test_plainly_english_texts_skip_the_model(demo_dataset):
+    texts = [p.content for p in demo_dataset.corpus]
+    assert plainly_english(texts)
+    assert detect_language(list(demo_dataset.corpus))["language"] == "en"
+    assert not plainly_english(["Les chevaux couraient dans les prés de la vallée verte."])
+    assert not plainly_english(["北京是中华人民共和国的首都。"]) and not plainly_english(["42"])
 
 
 def test_mixed_corpus_analyses_each_text_in_its_language():
