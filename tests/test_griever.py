@@ -364,3 +364,23 @@ def test_griever_beats_composed_on_real_musique_train_questions(data_dir):
     composed, griever = evaluate(index, ds, methods, ks=(5, 10), depth=10, progress=False)
     for k in (5, 10):
         assert griever.metrics[f"recall@{k}"] > composed.metrics[f"recall@{k}"], k
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_a_corpus_without_triples_gets_an_empty_part_that_updates_fill(tmp_path, full):
+    # text from which no triple is extracted: the part is empty, not refused (a server creating
+    # an index of such passages answers 200, and GRIEVER ranks by its passage signals)
+    corpus = Corpus([Passage("a", "", "qwx zzv plo"), Passage("b", "", "mmn ttr yyu")])
+    parts = ["sparse", "dense", "triples", "partial_triples", "same_as"]
+    opts = {"partial_triples": {"full_triples": full}}
+    index = Index.build(corpus, parts, opts, progress=False)
+    pt = index.part("partial_triples")
+    assert pt.stats()["partial_triples"] == 0 and pt.stats()["dim"] == pt.entity_vectors.shape[1]
+    index.save(tmp_path / "ix")
+    loaded = Index.load(tmp_path / "ix")
+    params = {"shortlist": "full"} if full else {}
+    hits = get_retriever(loaded, "griever", **params).search("qwx plo", k=2).ids
+    assert sorted(hits) == ["a", "b"]
+    loaded.add([Passage("c", "", "Paris is the capital of France.")])
+    assert loaded.part("partial_triples").stats()["partial_triples"] > 0
+    assert get_retriever(loaded, "griever", **params).search("capital of France", k=1).ids == ["c"]

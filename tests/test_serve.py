@@ -173,8 +173,8 @@ BAD_REQUESTS = [
     ("/search", b'{"query": "x"}', {"content-type": "text/plain"}, 415, "unsupported_media_type"),
     ("/search", [1, 2], None, 422, "validation_error"),
     ("/search", {"query": "x", "method": "no_such_method"}, None, 422, "unknown_method"),
-    ("/search", {"query": "x", "method": "dense"}, None, 422, "missing_index_part"),
-    ("/search", {"query": "x", "method": "rrf"}, None, 422, "missing_index_part"),
+    ("/search", {"query": "x", "method": "dense"}, None, 409, "missing_index_part"),
+    ("/search", {"query": "x", "method": "rrf"}, None, 409, "missing_index_part"),
     (
         "/search",
         {"query": "x", "method": "bm25_rm3", "params": {"nope": 1}},
@@ -541,7 +541,7 @@ def test_default_method_on_an_index_without_its_parts(client, index_dir):
     batch = client.post("/search/batch", json={"queries": ["heron"]})
     assert batch.status_code == 200 and batch.json()["method"] == "bm25"
     assert batch.json()["results"][0]["info"]["default_fallback"]["default"] == "multihop"
-    e = err(client.post("/search", json={"query": "heron", "method": "multihop"}), 422)
+    e = err(client.post("/search", json={"query": "heron", "method": "multihop"}), 409)
     assert e["type"] == "missing_index_part" and add in e["message"]
     assert "method 'multihop' needs more index parts" in e["message"]
     info = client.get("/info").json()

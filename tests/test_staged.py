@@ -282,7 +282,7 @@ def test_the_server_says_the_stage_refuses_writes_and_loads_the_complete_index(p
         r = client.post("/search", json={"query": QUERY, "k": 3})
         assert r.status_code == 200 and r.json()["hits"]
         r = client.post("/search", json={"query": QUERY, "k": 3, "method": "dense"})
-        assert r.status_code == 422 and r.json()["error"]["type"] == "missing_index_part"
+        assert r.status_code == 409 and r.json()["error"]["type"] == "missing_index_part"
         assert "restart" not in r.json()["error"]["message"]
         r = client.post("/passages", json={"passages": [{"id": "z1", "text": "Zebra."}]})
         assert r.status_code == 409 and r.json()["error"]["type"] == "index_building"

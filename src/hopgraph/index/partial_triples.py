@@ -82,8 +82,8 @@ def encode_reusing(
     fresh = sorted({s for s in strings if s not in known})
     if not fresh:
         rows = [known[s] for s in strings]
-        if old_vectors is None:
-            return np.zeros((0, 1), np.float32)
+        if old_vectors is None:  # no strings at all: none, at the encoder's width
+            return options.encode([], progress)
         return np.asarray(old_vectors[rows], dtype=np.float32)
     encoded = options.encode(fresh, progress)
     at = {s: i for i, s in enumerate(fresh)}
@@ -174,9 +174,7 @@ class PartialTriplesPart(IndexPart):
     ) -> PartialTriplesPart:
         """The part for the triples ``tp``, reusing the vectors and BM25 rows of ``old`` (built
         on ``old_tp``) for strings both have: the same result as building it anew."""
-        t = np.asarray(tp.triples)
-        if t.shape[0] == 0:
-            raise ConfigError("the triples part holds no triples: nothing to index")
+        t = np.asarray(tp.triples, np.int32).reshape(-1, 4)  # none: an empty part
         fwd = np.stack([t[:, 0], t[:, 1], np.zeros(len(t), np.int32)], axis=1)
         inv = np.stack([t[:, 2], t[:, 1], np.ones(len(t), np.int32)], axis=1)
         key, inverse = np.unique(np.concatenate([fwd, inv]), axis=0, return_inverse=True)

@@ -395,7 +395,7 @@ def bm25_from_counts(options: SparseOptions, counts: sp.csr_matrix, terms: list[
     n_docs, n_terms = counts.shape
     lengths = np.diff(counts.indptr)
     doc_len = np.asarray(counts.sum(axis=1)).ravel().astype(np.int64)
-    avg_doc_len = doc_len.mean()
+    avg_doc_len = doc_len.mean() if len(doc_len) else 0.0  # (no passages: an empty part)
     df = np.bincount(counts.indices, minlength=n_terms)
     doc_frequencies = dict(enumerate(df.tolist()))
     nonoccurrence = None

@@ -87,15 +87,17 @@ A search that names no `method` (or names `default`) uses the recommended defaul
 `bm25`, `dense` the index has the parts for (`default_used` and `default_note` in `GET /info`;
 the answer's `method` and `info.default_fallback` say so, with the `hopgraph add-parts` command
 that adds the default's parts). A method named explicitly never falls back: without its parts
-it answers 422 `missing_index_part`.
+it answers 409 `missing_index_part` (the request is valid; the index lacks what it needs).
 
 Every error answers `{"error": {"type", "message", "details"}}` with a 4xx status:
-400 bad encoding or JSON, 404 unknown passage or path, 409 refused update (duplicate ids, would
-empty the index, a part that cannot be updated in place, an index whose build is still encoding
-its passage vectors: `index_building`, `GET /info`'s `build`), 413 a body over `max_body_bytes`,
+400 bad encoding or JSON, 404 unknown passage or path, 409 a valid request the index cannot
+serve as it stands (a search with a method needing a part the index lacks: `missing_index_part`)
+or a refused update (duplicate ids, would empty the index, a part that cannot be updated in
+place, an index whose build is still encoding its passage vectors: `index_building`, `GET
+/info`'s `build`), 413 a body over `max_body_bytes`,
 415 a body that is not JSON, 422 invalid request (validation, a field over its limit: query
-length, batch size, passages or ids per update, k over max_k; unknown method or parameter, a
-method needing an index part the index lacks). `GET /info` lists the limits; the OpenAPI
+length, batch size, passages or ids per update, k over max_k; unknown method or parameter).
+`GET /info` lists the limits; the OpenAPI
 document states them as `maxLength`, `maxItems` and `maximum`.
 """
 
@@ -104,7 +106,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     text = {
         400: "body not valid UTF-8 or JSON",
         404: "unknown passage id",
-        409: "update refused",
+        409: "update refused, or a search needing an index part the index lacks",
         405: "the passage id `delete`: the path of `POST /passages/delete` (read that passage "
         "by search)",
         413: "body over max_body_bytes",
@@ -117,7 +119,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {c: {"model": s.ErrorResponse, "description": text[c]} for c in (*codes, 500)}
 
 
-SEARCH_ERRORS = _errors(400, 413, 415, 422, 503)
+SEARCH_ERRORS = _errors(400, 409, 413, 415, 422, 503)
 UPDATE_ERRORS = _errors(400, 404, 409, 413, 415, 422, 507)
 
 
@@ -413,8 +415,10 @@ def _run(
             for r in rankings:
                 r.explanations  # noqa: B018 - computed now, so the latency includes them
         ms = (time.perf_counter() - t0) * 1000
-    except RequestError as exc:
-        raise ApiError(422, exc.kind, str(exc)) from None
+    except RequestError as exc:  # a valid request the index cannot serve as it stands: 409
+        raise ApiError(
+            409 if exc.kind == "missing_index_part" else 422, exc.kind, str(exc)
+        ) from None
     except ConfigError as exc:  # a parameter only the search itself checks
         raise ApiError(422, "invalid_params", str(exc)) from None
     except HopgraphError as exc:
