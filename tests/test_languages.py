@@ -155,14 +155,23 @@ def test_chinese_index_detects_its_language_and_ranks_by_bigrams(tmp_path):
     assert index.info()["language"] == "zh"
     ranking = get_retriever(index, "bm25").search("哪条河流注入东海？", k=3)
     assert ranking.ids[0] == "0"
-    # the default leaves out the English encoder's vectors, and says why
+    # the default index has no passage vectors the default would not read, and says why
+    assert not index.has("dense") and "trained on en text" in index.detected["why"]["dense"]
     ranking = get_retriever(index, "default").search("大熊猫吃什么食物？", k=3)
     assert ranking.ids[0] == "5"
-    assert ranking.info["vectors"].startswith("off: the encoder")
-    assert "zh" in ranking.info["vectors"]
-    # asked for, they are used
-    on = get_retriever(index, "default", vectors="on").search("大熊猫吃什么食物？", k=3)
+    assert ranking.info["vectors"].startswith("off: no passage vectors: the corpus is in zh")
+    # with vectors built (parts named), the default still leaves them out, and says why
+    zh = {"sparse": {"language": "zh"}}  # (parts named: nothing detected)
+    full = Index.build(zh_corpus(), ["sparse", "dense", "entities"], zh, progress=False)
+    auto = get_retriever(full, "default").search("大熊猫吃什么食物？", k=3)
+    assert auto.info["vectors"].startswith("off: the encoder") and "zh" in auto.info["vectors"]
+    on = get_retriever(full, "default", vectors="on").search("大熊猫吃什么食物？", k=3)
     assert on.info["vectors"] == "on"
+    with pytest.raises(ConfigError):
+        get_retriever(index, "default", vectors="on")
+    # a dense part asked for with options of its own is built
+    own = Index.build(zh_corpus(), options={"dense": {"batch_size": 8}}, progress=False)
+    assert own.has("dense")
     # an English index keeps them
     en = Index.build(
         Corpus(
@@ -173,6 +182,7 @@ def test_chinese_index_detects_its_language_and_ranks_by_bigrams(tmp_path):
         ),  # fmt: skip
         progress=False,
     )
+    assert en.has("dense") and "dense" not in en.detected["why"]
     assert get_retriever(en, "default").search("river", k=1).info["vectors"] == "on"
     # saved and loaded: the same analyzer
     index.save(tmp_path / "zh")
@@ -203,6 +213,13 @@ def test_cli_language_override_and_info(tmp_path):
     assert r.exit_code == 0, r.output
     assert Index.load(ja).part("sparse").options.language == "ja"
     r = run(cli, ["search", str(out), "哪条河流注入东海？", "-k", "1", "--method", "bm25"])
+    assert r.exit_code == 0 and "长江" in r.output, r.output
+    # the default index (no --parts): no passage vectors, and the line says why
+    default = tmp_path / "default"
+    r = run(cli, ["index", str(src), "-o", str(default), "-q"])
+    assert r.exit_code == 0 and "no passage vectors: the corpus is in zh" in r.output, r.output
+    assert set(Index.load(default).parts) == {"sparse", "entities"}
+    r = run(cli, ["search", str(default), "哪条河流注入东海？", "-k", "1"])
     assert r.exit_code == 0 and "长江" in r.output, r.output
 
 

@@ -61,8 +61,46 @@ def detected_options(
 def default_build(
     corpus: Corpus, options: PartOptions | None = None
 ) -> tuple[list[str], PartOptions, dict[str, Any] | None]:
-    """``(parts, options, detected)`` of the default index of ``corpus``: :data:`DEFAULT_PARTS`,
-    their detected options under ``options`` (which win), and the detection record."""
+    """``(parts, options, detected)`` of the default index of ``corpus``: :data:`DEFAULT_PARTS`
+    (without ``dense`` where :func:`vectors_unused` says so), their detected options under
+    ``options`` (which win), and the detection record."""
     parts = list(DEFAULT_PARTS)
     merged, detected = detected_options(corpus, parts, options)
-    return parts, merged, detected
+    return default_parts(merged, detected, parts), merged, detected
+
+
+def vectors_unused(options: PartOptions, detected: dict[str, Any] | None) -> str:
+    """Why the default index of a corpus gets no ``dense`` part, or "": its detected language
+    is one the default encoder was not trained on (the default ranks such a corpus without
+    passage vectors, ``multihop.vectors=auto``: encoding them would be most of the build for
+    nothing). A ``dense`` part asked for with options of its own (another model) is built."""
+    if not detected or options.get("dense"):
+        return ""
+    language = (options.get("sparse") or {}).get("language", "en")
+    from hopgraph.index.dense_options import DEFAULT_EMBEDDER
+    from hopgraph.models.resolve import encoder_languages
+    from hopgraph.text.analyze import parse_languages
+
+    speaks = encoder_languages(DEFAULT_EMBEDDER)
+    langs = parse_languages(str(language))
+    if speaks is None or all(lang in speaks for lang in langs):
+        return ""
+    return (
+        f"no passage vectors: the corpus is in {', '.join(langs)}, the default encoder "
+        f"({DEFAULT_EMBEDDER}) was trained on {', '.join(sorted(speaks))} text, and the default "
+        "ranks without them (add them with: hopgraph add-parts INDEX --parts dense "
+        "--set dense.model=A_MODEL_FOR_THE_LANGUAGE)"
+    )
+
+
+def default_parts(
+    options: PartOptions, detected: dict[str, Any] | None, parts: list[str]
+) -> list[str]:
+    """``parts`` (the default index's), less ``dense`` where :func:`vectors_unused` gives a
+    reason, which is then recorded in ``detected`` (``why.dense``)."""
+    why = vectors_unused(options, detected)
+    if not why:
+        return parts
+    assert detected is not None
+    detected[WHY]["dense"] = why
+    return [p for p in parts if p != "dense"]

@@ -204,6 +204,8 @@ def describe_detected(detected: dict[str, Any] | None) -> str:
     if "language" in why:
         line += f"; language: {why['language']['reason']}"
     line += f" [{sets}]"
+    if "dense" in why:
+        line += f"; {why['dense']}"
     if why.get("overridden"):
         line += f"; overridden by --set: {', '.join(why['overridden'])}"
     return line

@@ -57,7 +57,7 @@ from hopgraph.corpus.documents.folder import describe_report, new_report
 from hopgraph.corpus.filecorpus import FileCorpus, write_passages
 from hopgraph.errors import CorpusError, HopgraphError, OutputExistsError, PartialBuildError
 from hopgraph.index.batches import BuildJob, EngineOptions, segment_folders, segments_stage
-from hopgraph.index.default_build import DEFAULT_PARTS, detected_options
+from hopgraph.index.default_build import DEFAULT_PARTS, default_parts, detected_options
 from hopgraph.index.dense import passage_encoder_note
 from hopgraph.index.detect import describe_detected
 from hopgraph.index.manifest import MANIFEST
@@ -159,6 +159,8 @@ def build_index(
     opts = given
     if detect:
         opts, detected = detected_options(corpus, names, given)
+        if parts is None:  # the default index: without vectors the default would not read
+            names = default_parts(opts, detected, names)
         if detected:
             say(describe_detected(detected))
     known = {n: o for n, o in opts.items()}

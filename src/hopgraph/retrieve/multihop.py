@@ -441,7 +441,8 @@ def use_vectors(index: Index, choice: str = "auto") -> tuple[bool, str]:
     if not index.has("dense"):
         if choice == "on":
             raise ConfigError("option 'vectors' is on but the index has no dense part")
-        return False, "the index has no passage vectors"
+        why = ((index.detected or {}).get("why") or {}).get("dense")  # left out at build
+        return False, why or "the index has no passage vectors"
     if choice == "off":
         return False, "vectors=off"
     if choice == "on":
