@@ -12,10 +12,11 @@
   folded too, as Lucene's ``ArabicNormalizationFilter``; before the Arabic stemmer, which
   folds them its own way, that folding cost xquad_ar 0.013 MRR), then
   words as runs of letters, digits *and their combining marks* (Python's ``\\w`` alone cuts
-  Devanagari, Thai and Arabic words at every vowel sign). A run in a script written without
-  spaces (Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer, Myanmar) becomes overlapping
-  character bigrams (a lone character stays a unigram), as Lucene's ``CJKBigramFilter`` does
-  and as the standard fallback where no segmenter is used; every other run is a word of two
+  Devanagari, Thai and Arabic words at every vowel sign). A run holding a script written
+  without spaces (Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer, Myanmar) becomes
+  overlapping bigrams of its characters, its digits and Latin letters included (a lone
+  character stays a unigram), plus the unigrams of its Han and kana characters, as Lucene's
+  ``CJKBigramFilter`` with ``outputUnigrams`` does; every other run is a word of two
   characters or more, dropped if it is one of the language's stop words (bm25s's Snowball-derived
   lists, where it has one) and stemmed by the language's Snowball stemmer (PyStemmer) where
   there is one.
