@@ -237,3 +237,42 @@ def test_language_detected_on_the_benchmark_data(data_dir, name, language):
         pytest.skip(f"{path} is absent")
     d = detect_settings(load_corpus(path))
     assert d["sparse"] == {"language": language}, d["why"]["language"]
+
+
+# Linked pages in French (written for this test): the question names the ship; the answer is on
+# the page of the shipyard the ship's page names.
+FR = [
+    ("SS Orrendale", "Le SS Orrendale est un cargo lancé en 1903 par les Chantiers Rookwell pour "
+     "la compagnie Halvard. Il a navigué entre Brackenmouth et la Baltique jusqu'en 1931."),
+    ("Chantiers Rookwell", "Les Chantiers Rookwell sont une entreprise de construction navale "
+     "fondée en 1872 par l'ingénieur Tobias Grennick sur la rive sud de la Tarnwick."),
+    ("Tobias Grennick", "Tobias Grennick (1831-1899) est un ingénieur naval né à Dunmarrow. Il a "
+     "dessiné des coques en acier avant de fonder son propre chantier."),
+    ("Brackenmouth", "Brackenmouth est une ville portuaire à l'embouchure de la Tarnwick. Son port "
+     "accueille des chantiers navals depuis le dix-huitième siècle."),
+    ("Tarnwick", "La Tarnwick est une rivière de Hethermoor qui traverse Dunmarrow puis se jette "
+     "dans la mer à Brackenmouth."),
+    ("Dunmarrow", "Dunmarrow est une ville universitaire de Hethermoor, connue pour son "
+     "université et ses anciennes mines d'étain."),
+    ("Compagnie Halvard", "La compagnie maritime Halvard exploitait des lignes de fret entre "
+     "Brackenmouth et la Baltique au début du vingtième siècle."),
+    ("Mabry Colquith", "Mabry Colquith est une dramaturge dont la pièce Le Gardien des Lanternes "
+     "se déroule dans un phare pendant une enquête sur un naufrage."),
+]  # fmt: skip
+
+
+def test_two_hops_over_linked_pages_in_french():
+    index = Index.build(
+        Corpus([Passage(str(i), t, x) for i, (t, x) in enumerate(FR)]), progress=False
+    )
+    assert index.part("sparse").options.language == "fr" and not index.has("dense")
+    assert index.part("entities").options.title_aliases is True  # French titles are names
+    r = get_retriever(index, "default").search(
+        "Qui a fondé le chantier naval qui a construit le SS Orrendale ?", k=4
+    )
+    paths = {FR[int(i)][0]: e["path"] for i, e in zip(r.ids, r.explanations, strict=True)}
+    assert paths["SS Orrendale"].startswith("1-hop")
+    assert paths["Chantiers Rookwell"] == "2-hop: question → *SS Orrendale* → this page"
+    assert r.ids.index("1") < 3
+    # the vectors were left out on purpose: the default is not a fallback, and says why
+    assert "default_fallback" not in r.info and "the corpus is in fr" in r.info["vectors"]

@@ -400,8 +400,11 @@ def default_choice(index: Index) -> DefaultChoice:
     has the parts it needs (with the parts it only uses where present, e.g. the passage vectors,
     named in ``missing`` when absent), else the first of :data:`DEFAULT_FALLBACKS` it has the
     parts for (with the default's missing parts, for the note); with none of them, the default
-    itself (whose search then fails naming the parts to add)."""
-    missing = index.missing(full_parts(DEFAULT_METHOD))
+    itself (whose search then fails naming the parts to add). Parts the build left out on
+    purpose (the passage vectors of a corpus the encoder does not speak: ``detected.why.dense``)
+    are not missing."""
+    left_out = {"dense"} if ((index.detected or {}).get("why") or {}).get("dense") else set()
+    missing = [p for p in index.missing(full_parts(DEFAULT_METHOD)) if p not in left_out]
     if not missing:
         return DefaultChoice(DEFAULT_METHOD)
     folder = shlex.quote(str(index.path)) if index.path else "INDEX_DIR"
