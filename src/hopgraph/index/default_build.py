@@ -78,13 +78,12 @@ def vectors_unused(options: PartOptions, detected: dict[str, Any] | None) -> str
         return ""
     language = (options.get("sparse") or {}).get("language", "en")
     from hopgraph.index.dense_options import DEFAULT_EMBEDDER
-    from hopgraph.models.resolve import encoder_languages
-    from hopgraph.text.analyze import parse_languages
+    from hopgraph.text.language import encoder_gap
 
-    speaks = encoder_languages(DEFAULT_EMBEDDER)
-    langs = parse_languages(str(language))
-    if speaks is None or all(lang in speaks for lang in langs):
+    gap = encoder_gap(DEFAULT_EMBEDDER, str(language))
+    if gap is None:
         return ""
+    langs, speaks = gap
     return (
         f"no passage vectors: the corpus is in {', '.join(langs)}, the default encoder "
         f"({DEFAULT_EMBEDDER}) was trained on {', '.join(sorted(speaks))} text, and the default "

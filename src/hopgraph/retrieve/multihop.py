@@ -447,16 +447,14 @@ def use_vectors(index: Index, choice: str = "auto") -> tuple[bool, str]:
         return False, "vectors=off"
     if choice == "on":
         return True, ""
-    from hopgraph.models.resolve import encoder_languages
-    from hopgraph.text.analyze import parse_languages
+    from hopgraph.text.language import encoder_gap
 
     model = index.part("dense").options.model
-    speaks = encoder_languages(model)
-    langs = parse_languages(index.part("sparse").options.language)
-    foreign = [lang for lang in langs if speaks is not None and lang not in speaks]
-    if foreign:
+    gap = encoder_gap(model, index.part("sparse").options.language)
+    if gap is not None:
+        langs, speaks = gap
         return False, (
-            f"the encoder ({model}) was trained on {', '.join(sorted(speaks or ()))} text, "
+            f"the encoder ({model}) was trained on {', '.join(sorted(speaks))} text, "
             f"the corpus is in {', '.join(langs)}"
         )
     return True, ""

@@ -37,6 +37,7 @@ from functools import lru_cache
 
 import regex
 
+from hopgraph.text.language import detect_among, parse_languages
 from hopgraph.text.tokenize import Tokenizer
 
 ENGLISH = "en"
@@ -167,14 +168,7 @@ class MixedAnalyzer:
         self._each = {lang: analyzer(lang, stemmer, stopwords) for lang in languages}
 
     def __call__(self, text: str) -> list[str]:
-        from hopgraph.text.language import detect_among
-
         return self._each[detect_among(text, self.languages)](text)
-
-
-def parse_languages(language: str) -> list[str]:
-    """``"en,fr"`` → ``["en", "fr"]`` (lowercase, in order, without repeats)."""
-    return list(dict.fromkeys(p.strip().lower() for p in language.split(",") if p.strip()))
 
 
 def check_analyzer(language: str, stemmer: str, stopwords: str) -> None:

@@ -47,6 +47,24 @@ ENGLISH_ASCII = 0.95
 _WORD = re.compile(r"[^\W\d_]+")
 
 
+def parse_languages(language: str) -> list[str]:
+    """``"en,fr"`` → ``["en", "fr"]`` (lowercase, in order, without repeats)."""
+    return list(dict.fromkeys(p.strip().lower() for p in language.split(",") if p.strip()))
+
+
+def encoder_gap(model: str, language: str) -> tuple[list[str], frozenset[str]] | None:
+    """``(the corpus's languages, the encoder's)`` where encoder ``model`` was not trained on
+    every language of ``language`` (:func:`~hopgraph.models.resolve.encoder_languages`), else
+    None (it speaks them all, or hopgraph does not know what it speaks)."""
+    from hopgraph.models.resolve import encoder_languages
+
+    speaks = encoder_languages(model)
+    langs = parse_languages(language)
+    if speaks is None or all(lang in speaks for lang in langs):
+        return None
+    return langs, speaks
+
+
 def passage_text(p: Any) -> str:
     return (f"{p.title}\n{p.text}" if p.title else p.text)[:CHARS]
 
