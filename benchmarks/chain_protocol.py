@@ -29,12 +29,11 @@ from hop_encoder import summary
 from realistic_pools import SIZES, grown_pool
 
 from hopgraph.eval.metrics import compute_all
+from hopgraph.retrieve.final_fusion import corpus_weights, final_order
 from hopgraph.retrieve.hop_features import corpus_kind
 from hopgraph.retrieve.multihop import (
     MultihopParams,
     chain_round,
-    corpus_lexical_weight,
-    final_order,
     score_candidates,
 )
 from hopgraph.training.ranker import Candidates, fit
@@ -155,7 +154,7 @@ def evaluate(pool: Any, runs: Runs, s: Any = None) -> dict[str, dict]:
     ``s``: the feature settings (default: the method's)."""
     s = s or MultihopParams().settings()
     one = replace(s, chain=0)
-    weight = corpus_lexical_weight(pool.index, s.vectors)
+    weight = corpus_weights(pool.index, s.vectors)
     ids = pool.index.corpus.ids
     rows: dict[str, list] = {}
     for q, v in zip(pool.dataset.questions, pool.qvecs, strict=True):

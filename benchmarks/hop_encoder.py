@@ -84,12 +84,12 @@ from realistic_pools import SIZES, grown_pool  # noqa: E402
 from hopgraph.eval.metrics import compute_all  # noqa: E402
 from hopgraph.models.embedder import DEFAULT_EMBEDDER, resolve_model  # noqa: E402
 from hopgraph.models.hop_encoder import ANCHORS, hop_columns, hop_text  # noqa: E402
+from hopgraph.retrieve.final_fusion import corpus_weights, final_order
 from hopgraph.retrieve.hop_features import corpus_kind  # noqa: E402
-from hopgraph.retrieve.multihop import (  # noqa: E402
+from hopgraph.retrieve.multihop import (
+    # noqa: E402
     MultihopParams,
     chain_round,
-    corpus_lexical_weight,
-    final_order,
     score_candidates,
 )
 from hopgraph.text.questions import is_comparison  # noqa: E402
@@ -450,7 +450,7 @@ def main() -> None:
         pools[str(SIZES[E])] = default_index(folder.name, E, folder.parent, args.index_dir, "test")
     results: dict[str, Any] = {}
     for pool, pc in pools.items():
-        weight = corpus_lexical_weight(pc.index, True)
+        weight = corpus_weights(pc.index, True)
         ids = pc.index.corpus.ids
         rows: dict[str, list] = {}
         for q, v in zip(pc.dataset.questions, pc.qvecs, strict=True):

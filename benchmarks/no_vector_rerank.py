@@ -42,10 +42,10 @@ from hop_encoder import summary  # noqa: E402
 
 from hopgraph.eval.metrics import compute_all  # noqa: E402
 from hopgraph.models.ranker import HopRanker  # noqa: E402
-from hopgraph.retrieve.multihop import (  # noqa: E402
+from hopgraph.retrieve.final_fusion import corpus_weights, final_order
+from hopgraph.retrieve.multihop import (
+    # noqa: E402
     MultihopParams,
-    corpus_lexical_weight,
-    final_order,
     score_candidates,
 )
 from hopgraph.retrieve.query_vectors import (  # noqa: E402
@@ -79,7 +79,7 @@ def final(pool: Any, first: Any, booster: Any, vectors: bool) -> tuple[np.ndarra
         return booster.predict(found.feats.X, num_threads=1)
 
     last = protocol.two_rounds(pool, first, score, s=s)
-    pos, fused = final_order(last, corpus_lexical_weight(pool.index, vectors), s.k_rrf)
+    pos, fused = final_order(last, corpus_weights(pool.index, vectors), s.k_rrf)
     return pos, fused, last
 
 

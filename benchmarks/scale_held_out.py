@@ -55,10 +55,10 @@ from hopgraph.corpus import load_dataset  # noqa: E402
 from hopgraph.eval.metrics import compute_all  # noqa: E402
 from hopgraph.index import Index  # noqa: E402
 from hopgraph.models.ranker import HopRanker  # noqa: E402
-from hopgraph.retrieve.multihop import (  # noqa: E402
+from hopgraph.retrieve.final_fusion import corpus_weights, final_order
+from hopgraph.retrieve.multihop import (
+    # noqa: E402
     MultihopParams,
-    corpus_lexical_weight,
-    final_order,
     score_candidates,
 )
 from hopgraph.retrieve.query_vectors import (  # noqa: E402
@@ -93,7 +93,7 @@ def with_query_vectors(pool: Any, booster: Any, model: HopRanker, s: Any, enc: E
     """The searchable stage's default on a pool without passage vectors: the no-vector
     default's two rounds under ``booster``, its top :data:`TOP` reranked by ``model`` with the
     question and those passages encoded now, as ``multihop``'s ``query_vectors`` does."""
-    weight = corpus_lexical_weight(pool.index, False)
+    weight = corpus_weights(pool.index, False)
     corpus, ids, out = pool.index.corpus, pool.index.corpus.ids, []
     for q in pool.dataset.questions:
         first = score_candidates(pool.index, replace(s, chain=0), q.text, None, None)

@@ -429,6 +429,10 @@ def test_eval_default_method_is_reported_by_name(tmp_path):
     data = json.loads(out.read_text())
     assert [d["method"] for d in data] == ["bm25", "multihop[depth=20]"]
     assert data[1]["base_method"] == "multihop" and data[1]["n_questions"] == 4
+    # which signals the default trusted on this corpus, beside the table and in the JSON
+    assert "multihop[depth=20] on this corpus: titles are entity names" in r.output
+    assert "final order: the ranker's order alone" in r.output
+    assert data[1]["trusted"].startswith("titles are entity names") and "trusted" not in data[0]
     (folder,) = [p for p in cache.iterdir() if (p / "manifest.json").exists()]
     cached = Index.load(folder)
     assert cached.part("entities").options.title_aliases is True

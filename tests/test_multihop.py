@@ -238,7 +238,7 @@ def test_ranker_with_other_features_is_refused(tmp_path, default_index):
     [
         ("depth", 0), ("anchors", -1), ("alpha", 1.5), ("gcs_alpha", -0.1), ("rewrite_k", -1),
         ("ppr_eps", -1e-7), ("ppr", "fast"), ("ppr_local_min_passages", 0),
-        ("lexical_weight", -0.5), ("lexical_gap", 0), ("chain", -1),
+        ("lexical_weight", -0.5), ("dense_weight", -2), ("chain", -1),
     ],
 )  # fmt: skip
 def test_bad_params_are_refused(default_index, param, value):
@@ -387,27 +387,28 @@ def test_path_scores_lift_a_second_hop_to_the_mean_of_its_path():
     assert path_scores(model, np.full(5, -1)) == pytest.approx(z)
 
 
-def test_lexical_floor_fuses_bm25s_order_with_the_rankers(demo_dataset, default_index):
-    """lexical_weight=w orders the candidates by 1/(60 + ranker rank) + w/(60 + BM25 rank),
-    computed here by hand from the ranker's scores and BM25's list; 0 is the ranker alone."""
-    from hopgraph.index.profile import lexical_weight
-    from hopgraph.retrieve.multihop import with_lexical_floor
+def test_final_fusion_of_the_rankers_order_with_bm25s_and_denses(demo_dataset, default_index):
+    """lexical_weight=a, dense_weight=b order the candidates by 1/(60 + ranker rank) +
+    a/(60 + BM25 rank) + b/(60 + dense rank), ranks among the candidates, computed here by hand
+    from the ranker's scores and the two lists; 0 and 0 is the ranker alone."""
+    from hopgraph.retrieve.final_fusion import Weights, with_baselines
 
-    plain = get_retriever(default_index, lexical_weight=0.0)
-    fused = get_retriever(default_index, lexical_weight=1.0)
-    auto = get_retriever(default_index)
-    assert auto.lexical == lexical_weight(default_index.profile)
+    plain = get_retriever(default_index, lexical_weight=0.0, dense_weight=0.0)
+    fused = get_retriever(default_index, lexical_weight=1.0, dense_weight=0.5)
+    auto = get_retriever(default_index)  # entity-name titles: the ranker alone
+    assert auto.weights == Weights(0.0, 0.0) == plain.weights
+    assert "the ranker's order alone" in auto.trusted() and "as asked" in fused.trusted()
     for q in demo_dataset.questions[:4]:
         v = default_index.part("dense").encode_queries([q.text])[0]
         found = score_candidates(default_index, plain.settings, q.text, v, plain.ranker.score)
         rows = found.rows.tolist()
         by_ranker = sorted(range(len(rows)), key=lambda i: (-found.scores[i], rows[i]))
-        in_bm25 = [r for r in found.fh.b_list.tolist() if r in rows]
         want = {rows[i]: 1 / (60 + place) for place, i in enumerate(by_ranker, 1)}
-        for place, r in enumerate(in_bm25, 1):
-            want[r] += 1 / (60 + place)
+        for signal, w in ((found.fh.b_list, 1.0), (found.fh.d_list, 0.5)):
+            for place, r in enumerate([r for r in signal.tolist() if r in rows], 1):
+                want[r] += w / (60 + place)
         want_order = sorted(rows, key=lambda r: (-want[r], r))
-        order, score = with_lexical_floor(found, np.asarray(by_ranker), 1.0, 60.0)
+        order, score = with_baselines(found, np.asarray(by_ranker), Weights(1.0, 0.5), 60.0)
         assert found.rows[order].tolist() == want_order
         assert np.allclose(score, [want[r] for r in rows])
         k = 10
@@ -419,9 +420,10 @@ def test_lexical_floor_fuses_bm25s_order_with_the_rankers(demo_dataset, default_
         ]
         hits = fused.search(q.text, k=3).explanations
         assert all(
-            h["lexical"]["weight"] == 1.0 and "fused with BM25" in h["summary"] for h in hits
-        )
-        assert "lexical" not in plain.search(q.text, k=3).explanations[0]
+            h["fusion"]["weights"] == {"bm25": 1.0, "dense": 0.5}
+            and "fused with BM25's" in h["summary"] for h in hits
+        )  # fmt: skip
+        assert "fusion" not in plain.search(q.text, k=3).explanations[0]
 
 
 CHAIN = [  # question → Gloria → Antonio Vivaldi → Venice: the third page, through the second

@@ -14,9 +14,9 @@ from hopgraph.index import Index
 from hopgraph.models.ranker import CORPUS_KINDS, NO_VECTORS, load_ranker, ranker_kind
 from hopgraph.retrieve import get_retriever
 from hopgraph.retrieve.base import DEFAULT_METHOD, default_choice, full_parts
+from hopgraph.retrieve.final_fusion import WEIGHTS
 from hopgraph.retrieve.hop_features import COL, DENSE_FEATURES
 from hopgraph.retrieve.multihop import (
-    NO_VECTORS_LEXICAL,
     MultihopParams,
     score_candidates,
     shared_ranker,
@@ -135,9 +135,10 @@ def test_train_both_holds_both_kinds_and_is_reproducible(tmp_path, demo_dataset,
 
 
 def test_bm25s_weight_goes_by_corpus_kind_without_vectors(demo_dataset, bare_index):
-    """The profile's rule weighs BM25 against dense; without vectors the corpus kind decides:
-    0 where titles are entity names, 1 elsewhere (NO_VECTORS_LEXICAL), unless set."""
-    assert get_retriever(bare_index).lexical == NO_VECTORS_LEXICAL["entity_titles"] == 0.0
+    """Without vectors the corpus kind decides BM25's weight: 0 where titles are entity names,
+    1 elsewhere (final_fusion.WEIGHTS), unless set; dense has none."""
+    assert get_retriever(bare_index).weights == WEIGHTS["entity_titles_no_vectors"]
+    assert WEIGHTS["entity_titles_no_vectors"] == (0.0, 0.0)
     plain = Index.build(
         demo_dataset.corpus,
         ["sparse", "entities"],
@@ -146,11 +147,13 @@ def test_bm25s_weight_goes_by_corpus_kind_without_vectors(demo_dataset, bare_ind
     )
     r = get_retriever(plain)
     assert r.ranker is shared_ranker("").for_kind("plain_titles" + NO_VECTORS)
-    assert r.lexical == NO_VECTORS_LEXICAL["plain_titles"] == 1.0
-    assert get_retriever(plain, lexical_weight=0.25).lexical == 0.25
+    assert r.weights == WEIGHTS["plain_titles_no_vectors"] == (1.0, 0.0)
+    assert get_retriever(plain, lexical_weight=0.25).weights.bm25 == 0.25
     q = demo_dataset.questions[0].text
     fused, alone = r.search(q, k=10), get_retriever(plain, lexical_weight=0).search(q, k=10)
-    assert fused.info["lexical_weight"] == 1.0 and alone.info["lexical_weight"] == 0.0
+    assert fused.info["weights"] == {"bm25": 1.0, "dense": 0.0}
+    assert alone.info["weights"] == {"bm25": 0.0, "dense": 0.0}
+    assert "without vectors" in r.trusted() and "BM25's (1)" in r.trusted()
 
 
 def test_an_evaluation_of_the_default_builds_its_vectors():

@@ -34,11 +34,11 @@ import chain_protocol as protocol  # noqa: E402
 from hop_encoder import summary  # noqa: E402
 
 from hopgraph.eval.metrics import compute_all  # noqa: E402
+from hopgraph.retrieve.final_fusion import corpus_weights, final_order
 from hopgraph.retrieve.hop_features import FEATURES, entity_maps  # noqa: E402
-from hopgraph.retrieve.multihop import (  # noqa: E402
+from hopgraph.retrieve.multihop import (
+    # noqa: E402
     MultihopParams,
-    corpus_lexical_weight,
-    final_order,
     score_candidates,
 )
 from hopgraph.text.ner import strip_disambiguator  # noqa: E402
@@ -61,7 +61,7 @@ class Ranked:
 
     def __init__(self, index: Any, text: str, qvec: np.ndarray, last: Any, k: int):
         s = MultihopParams().settings()
-        pos, fused = final_order(last, corpus_lexical_weight(index, True), s.k_rrf)
+        pos, fused = final_order(last, corpus_weights(index, True), s.k_rrf)
         self.order = last.rows[pos]
         top = pos[:k]
         self.rows = last.rows[top]

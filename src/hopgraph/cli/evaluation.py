@@ -128,6 +128,9 @@ def _report(
     from hopgraph.eval.report import markdown_table, per_query_table, write_json
 
     click.echo(markdown_table(results, ks))
+    for r in results:  # what the ranking trusted on this corpus, so a loss can be read
+        if r.trusted:
+            click.echo(f"\n{r.label} on this corpus: {r.trusted}")
     if per_query:
         click.echo("\n" + per_query_table(results))
     if json_out:

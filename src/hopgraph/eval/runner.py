@@ -55,6 +55,7 @@ class MethodResult:
     peak_rss_mb: float
     per_query: list[dict[str, Any]]
     comparison: dict[str, Any] | None = None
+    trusted: str = ""  # which signals the ranking trusted on this corpus (Retriever.trusted)
 
     def to_json(self, *, per_query: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -69,6 +70,8 @@ class MethodResult:
         }
         if self.comparison is not None:
             out["vs_first"] = self.comparison
+        if self.trusted:
+            out["trusted"] = self.trusted
         if per_query:
             out["per_query"] = self.per_query
         return out
@@ -154,6 +157,7 @@ def evaluate(
         parts = method_parts(spec.method, spec.params)
         index_seconds = round(sum(index.build_seconds.get(p, 0.0) for p in parts), 3)
         results.append(_summarize(spec, rows, index_seconds))
+        results[-1].trusted = retriever.trusted()
     _compare(results, n_resamples=n_resamples, seed=bootstrap_seed)
     return results
 
@@ -216,5 +220,6 @@ def merge_results(
         rows = [row for g in groups for row in g[i].per_query]
         spec = MethodSpec(first.method, first.params, first.label)
         merged.append(_summarize(spec, rows, round(sum(g[i].index_seconds for g in groups), 3)))
+        merged[-1].trusted = "; ".join(dict.fromkeys(g[i].trusted for g in groups if g[i].trusted))
     _compare(merged, n_resamples=n_resamples, seed=seed)
     return merged

@@ -287,6 +287,11 @@ class Retriever(ABC):
     def describe(self) -> dict[str, Any]:
         return {"method": self.name, "params": asdict(self.params)}
 
+    def trusted(self) -> str:
+        """In words, which signals the ranking trusts on this index, where that depends on the
+        corpus ("" where the method fixes it): ``hopgraph eval`` prints it beside the table."""
+        return ""
+
 
 def _free_rows(
     filler: Retriever, query: str, qvec: np.ndarray | None, free: np.ndarray, need: int

@@ -12,6 +12,7 @@ from hopgraph.models.ranker import HopRanker
 from hopgraph.retrieve.hop_features import COL, entity_maps
 
 if TYPE_CHECKING:
+    from hopgraph.retrieve.final_fusion import Weights
     from hopgraph.retrieve.multihop import Scored
 
 # signal → (words for a reader, the features that carry it)
@@ -89,22 +90,24 @@ def explain_hits(
     return out
 
 
-def note_lexical(
-    hits: list[dict[str, Any]], found: Scored, picked: np.ndarray, weight: float
+def note_fusion(
+    hits: list[dict[str, Any]], found: Scored, picked: np.ndarray, weights: Weights
 ) -> None:
-    """Say in each candidate hit that BM25's ranking was fused with the ranker's at ``weight``
-    (the corpus profile: BM25 finds this corpus's own passages better than dense), and where
-    BM25 and the ranker alone put it."""
-    b_rank = {r: i for i, r in enumerate(found.fh.b_list.tolist(), 1)}
+    """Say in each candidate hit that the ranker's order was fused with BM25's and dense's at
+    ``weights`` (:mod:`hopgraph.retrieve.final_fusion`), and where each list put it."""
+    ranks = {name: {r: i for i, r in enumerate(rows.tolist(), 1)}
+             for name, rows in (("bm25", found.fh.b_list), ("dense", found.fh.d_list))}  # fmt: skip
     ranker = {p: i for i, p in enumerate(np.lexsort((found.rows, -found.scores)).tolist(), 1)}
+    used = [n for n, w in (("bm25", weights.bm25), ("dense", weights.dense)) if w > 0]
     for hit, pos in zip(hits, picked.tolist(), strict=False):
-        r = b_rank.get(int(found.rows[pos]))
-        hit["lexical"] = {"weight": round(weight, 4), "bm25_rank": r, "ranker_rank": ranker[pos]}
-        where = f"BM25's #{r}" if r is not None else "not in BM25's list"
-        said = (
-            f"fused with BM25's ranking ({where}, weight {weight:.2f}: on this corpus BM25 "
-            "finds passages better than dense)"
-        )
+        row = int(found.rows[pos])
+        hit["fusion"] = {"weights": weights._asdict(), "ranker_rank": ranker[pos],
+                         **{f"{n}_rank": ranks[n].get(row) for n in used}}  # fmt: skip
+        where = ", ".join(
+            f"{'BM25' if n == 'bm25' else n}'s #{ranks[n][row]}" if row in ranks[n]
+            else f"not in {'BM25' if n == 'bm25' else n}'s list" for n in used
+        )  # fmt: skip
+        said = f"the ranker's #{ranker[pos]} fused with {where}"
         hit["summary"] = f"{hit['summary']}. {said}" if hit["summary"] else said
 
 

@@ -13,14 +13,14 @@
    :mod:`hopgraph.models.ranker`; one model for corpora whose titles are entity names, one for
    the rest) scores the candidates from their features.
 
-5. **The corpus's say** (:mod:`hopgraph.index.profile`): where the index's profile shows BM25
-   finding the corpus's own passages better than dense does (pseudo-queries drawn from the
-   corpus at index time), the ranker's order is fused with BM25's (RRF, at a weight that grows
-   with BM25's lead): the ranker was fitted on corpora where dense is the stronger signal.
+5. **The baselines' say** (:mod:`hopgraph.retrieve.final_fusion`): on a corpus whose titles
+   are not entity names the ranker's order is fused with BM25's and dense's (weighted RRF, the
+   weights chosen with each collection left out in turn), so that no signal the ranker
+   over-trusts on an unfamiliar corpus drags it under the baselines.
 
 Without passage vectors (no dense part: sparse and entities only, or a staged build still
 encoding them) every dense signal is absent, ranker models fitted so rank the candidates, and
-BM25's weight goes by corpus kind (:data:`NO_VECTORS_LEXICAL`).
+BM25's weight goes by corpus kind (:data:`~hopgraph.retrieve.final_fusion.WEIGHTS`).
 
 Two switches, off by default, cost more: ``rerank=N`` (the packaged cross-encoder over the top
 N) and ``hop_encoder`` (a trained query tower reads the question with each round's top passages
@@ -42,10 +42,16 @@ import numpy as np
 from hopgraph.config import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Bounds, option
 from hopgraph.errors import ConfigError
 from hopgraph.index import Index
-from hopgraph.index.profile import LEXICAL_GAP, lexical_weight
+from hopgraph.index.profile import bm25_lead
 from hopgraph.models.hop_encoder import Columns
-from hopgraph.models.ranker import RankerSet, load_ranker, ranker_kind
+from hopgraph.models.ranker import NO_VECTORS, RankerSet, load_ranker, ranker_kind
 from hopgraph.retrieve.base import Retriever, allowed_rows
+from hopgraph.retrieve.final_fusion import (
+    PROFILE_GAIN,
+    chosen_weights,
+    final_order,
+    fusion_kind,
+)
 from hopgraph.retrieve.hop_features import (
     FEATURES,
     FirstHop,
@@ -62,7 +68,7 @@ from hopgraph.retrieve.hop_features import (
     rewrites,
 )
 from hopgraph.retrieve.model_search import PairCache, mixed_model_search
-from hopgraph.retrieve.operators import filtered_rrf, reciprocal_rank_fusion
+from hopgraph.retrieve.operators import filtered_rrf
 from hopgraph.retrieve.query_vectors import TOP as QV_TOP
 from hopgraph.retrieve.query_vectors import QueryVectors
 from hopgraph.retrieve.ranking import Ranking
@@ -174,14 +180,16 @@ class MultihopParams:
     )
     lexical_weight: float = option(
         -1.0,
-        "weight of BM25's ranking fused (RRF) with the ranker's; -1: from the index's corpus "
-        "profile (0 where dense finds the corpus's own passages as well as BM25 does)",
+        "weight of BM25's ranking fused (RRF) with the ranker's (weight 1); -1: the default's for "
+        "the kind of corpus, raised where its profile shows BM25 leading (final_fusion.WEIGHTS; "
+        "0 on entity-name titles); 0: none",
         bounds=Bounds(minimum=0, also=(-1,)),
     )
-    lexical_gap: float = option(
-        LEXICAL_GAP,
-        "with lexical_weight=-1: BM25's MRR lead over dense that gives weight 1",
-        bounds=POSITIVE,
+    dense_weight: float = option(
+        -1.0,
+        "weight of dense's ranking fused (RRF) with the ranker's (weight 1); -1: the default's "
+        "for the kind of corpus (final_fusion.WEIGHTS); 0: none",
+        bounds=Bounds(minimum=0, also=(-1,)),
     )
 
     def settings(self) -> HopSettings:
@@ -285,9 +293,12 @@ class MultihopRetriever(Retriever):
         kind = ranker_kind(corpus_kind(index), self.vectors)
         self.ranker = shared_ranker(params.model).for_kind(kind)
         self.settings = replace(params.settings(), vectors=self.vectors)
-        self.lexical = params.lexical_weight
-        if self.lexical < 0:  # from the corpus (its profile measured now if it has none)
-            self.lexical = corpus_lexical_weight(index, self.vectors, params.lexical_gap)
+        self.kind = fusion_kind(index, self.vectors)
+        lead = 0.0
+        if self.vectors and params.lexical_weight < 0 and PROFILE_GAIN:  # measured if missing
+            index.refresh_profile()
+            lead = bm25_lead(index.profile)
+        self.weights = chosen_weights(self.kind, params.lexical_weight, params.dense_weight, lead)
         self.hop = None  # the hop encoder, where the switch is on and it applies to this index
         self.hop_off = "" if params.hop_encoder else "off"
         if params.hop_encoder and kind != "entity_titles":
@@ -313,6 +324,18 @@ class MultihopRetriever(Retriever):
 
             self.cross_encoder = load_cross_encoder(params.rerank_model)
 
+    def trusted(self) -> str:
+        """The ranker model this corpus gets and how its order is fused with the baselines'."""
+        why = {
+            "entity_titles": "titles are entity names (the ranker fitted on Wikipedia-like pages)",
+            "tables": "database tables (the ranker for other corpora)",
+            "plain_titles": "titles are not entity names (the ranker for other corpora)",
+        }[self.kind.removesuffix(NO_VECTORS)]
+        vectors = "with vectors" if self.vectors else f"without vectors ({self.vectors_off})"
+        asked = self.params.lexical_weight >= 0 or self.params.dense_weight >= 0
+        how = "as asked" if asked else "the default for this kind of corpus"
+        return f"{why}, {vectors}; final order: {self.weights.describe()} ({how})"
+
     def _search_many(
         self, queries: list[str], k: int, qvecs: Sequence[np.ndarray | None]
     ) -> list[Ranking]:
@@ -336,7 +359,7 @@ class MultihopRetriever(Retriever):
         elif self.hop is not None:
             ranker, extra, hop = self.hop.ranker, self.hop.columns(self.index, query), "on"
         last = score_candidates(self.index, self.settings, query, fh.qvec, ranker.score, fh, extra)
-        order, final = final_order(last, self.lexical, self.params.k_rrf)
+        order, final = final_order(last, self.weights, self.params.k_rrf)
         allowed = allowed_rows()
         if allowed is not None:  # a metadata filter: the candidates that match, in order
             order = order[allowed[last.rows[order]]]
@@ -380,14 +403,14 @@ class MultihopRetriever(Retriever):
         def explain() -> list[dict[str, Any]]:
             from hopgraph.retrieve.explain import (
                 explain_hits,
-                note_lexical,
+                note_fusion,
                 note_query_vectors,
                 note_rerank,
             )
 
             hits = explain_hits(self.index, ranker, last, picked, len(rows))
-            if self.lexical > 0:
-                note_lexical(hits, last, picked, self.lexical)
+            if self.weights.any:
+                note_fusion(hits, last, picked, self.weights)
             for place, (hit, row) in enumerate(zip(hits, rows.tolist(), strict=True), 1):
                 if row in before:
                     note_query_vectors(hit, place, before[row])
@@ -398,7 +421,7 @@ class MultihopRetriever(Retriever):
         first = last.before or last  # the first round (the chain round's anchors are its top)
         info = {"candidates": int(len(last.rows)), "anchors": len(first.anchors),
                 "chain_anchors": len(last.anchors) if last.before is not None else 0,
-                "lexical_weight": round(self.lexical, 4),
+                "weights": {"bm25": self.weights.bm25, "dense": self.weights.dense},
                 "vectors": "on" if self.vectors else f"off: {self.vectors_off}"}  # fmt: skip
         if hop != "off":
             info["hop_encoder"] = hop
@@ -458,48 +481,6 @@ def use_vectors(index: Index, choice: str = "auto") -> tuple[bool, str]:
             f"the corpus is in {', '.join(langs)}"
         )
     return True, ""
-
-
-NO_VECTORS_LEXICAL: dict[str, float] = {"entity_titles": 0.0, "plain_titles": 1.0}
-"""BM25's weight beside the no-vector ranker's order, by corpus kind: the profile's rule (BM25's
-lead over dense) has no dense to weigh. Chosen on SciFact's train questions (plain titles: R@10
-0.793 at 0, 0.819 at 1, 0.819 at 2, with SciFact held out of the ranker) and the multi-hop train
-sets (entity titles: every weight above 0 lost recall); docs/benchmarks.md."""
-
-
-def corpus_lexical_weight(index: Index, vectors: bool, gap: float = LEXICAL_GAP) -> float:
-    """BM25's weight beside the ranker's order on ``index``: from its corpus profile (measured
-    now if missing) with passage vectors, by its corpus kind without them."""
-    if not vectors:
-        return NO_VECTORS_LEXICAL[corpus_kind(index)]
-    index.refresh_profile()
-    return lexical_weight(index.profile, gap)
-
-
-def final_order(found: Scored, lexical: float, k_rrf: float) -> tuple[np.ndarray, np.ndarray]:
-    """The candidates' order (positions in ``found.rows``) and final scores: the ranker's,
-    fused with BM25's order at weight ``lexical`` when it is above 0 (the corpus profile says
-    BM25 finds this corpus's passages better)."""
-    order = np.lexsort((found.rows, -found.scores))
-    if lexical > 0:
-        return with_lexical_floor(found, order, lexical, k_rrf)
-    return order, found.scores
-
-
-def with_lexical_floor(
-    found: Scored, order: np.ndarray, weight: float, k_rrf: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """The candidates (``order``: positions in ``found.rows``, the ranker's order) re-ordered by
-    RRF of the ranker's order and BM25's order of the candidates, BM25's at ``weight`` (a
-    candidate outside BM25's list has only the ranker's part). Returns the new order and every
-    candidate's fused score, by position."""
-    where = {r: i for i, r in enumerate(found.rows.tolist())}
-    in_bm25 = np.asarray([r for r in found.fh.b_list.tolist() if r in where], np.int64)
-    rows, scores = reciprocal_rank_fusion([found.rows[order], in_bm25], k_rrf, [1.0, weight])
-    fused = np.zeros(len(found.rows))
-    pos = np.asarray([where[r] for r in rows.tolist()], np.int64)
-    fused[pos] = scores
-    return pos, fused
 
 
 def rescored_via(found: Scored, rows: np.ndarray) -> np.ndarray:

@@ -25,8 +25,9 @@ from hopgraph.corpus import Dataset
 from hopgraph.eval.metrics import compute_all
 from hopgraph.index import Index
 from hopgraph.models.ranker import CORPUS_KINDS, HopRanker, RankerSet, ranker_kind
+from hopgraph.retrieve.final_fusion import corpus_weights, final_order
 from hopgraph.retrieve.hop_features import FEATURES, HopSettings, corpus_kind
-from hopgraph.retrieve.multihop import corpus_lexical_weight, final_order, score_candidates
+from hopgraph.retrieve.multihop import score_candidates
 from hopgraph.training import import_lightgbm
 
 LGB_PARAMS: dict[str, Any] = {
@@ -182,7 +183,7 @@ def evaluate_ranker(
     ranking)."""
     ids = c.index.corpus.ids
     ranker = rankers.for_kind(ranker_kind(corpus_kind(c.index), s.vectors))
-    weight = corpus_lexical_weight(c.index, s.vectors)  # as multihop sets it
+    weight = corpus_weights(c.index, s.vectors)  # as multihop sets it
     rows: list[dict[str, float]] = []
     for q, v in zip(c.dataset.questions, c.qvecs, strict=True):
         found = score_candidates(c.index, s, q.text, v, ranker.score)
