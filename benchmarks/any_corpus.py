@@ -34,7 +34,6 @@ import json
 import os
 import pickle
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -106,8 +105,8 @@ def collect(name: str, split: str, family: str, data_dir: Path, rankers: Path | 
 
 GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 K_RRF = 60.0
-GAINS = (0.0, 0.5, 1.0)  # the profile's part in BM25's weight (Rule.gain)
-LEAD_GAP = 0.1  # BM25's MRR lead that gives lead_share 1 (issue 35's rule)
+MARGINS = (0.0, 0.5, 1.0, 2.0)  # BM25's weight per unit of the query's BM25 margin
+LEAD_GAP = 0.1  # the rule before issue 60: BM25's MRR lead on the profile that gives weight 1
 KINDS = ("plain_titles", "tables", "entity_titles")
 BASELINES = ("bm25", "dense", "rrf")
 METRICS = ("ndcg@10", "recall@10", "recall@5")
@@ -121,9 +120,13 @@ def baselines(q: dict) -> dict[str, np.ndarray]:
 
 def fused(q: dict, w: Weights) -> np.ndarray:
     """The default's final order at weights ``w``, as :func:`final_order` makes it (the
-    ranker's candidates, the baselines' lists restricted to them)."""
+    ranker's candidates, the baselines' lists restricted to them; BM25's weight with the
+    query's margin, :func:`~hopgraph.retrieve.final_fusion.bm25_margin`)."""
     if not w.any:
         return q["cand"]
+    bs = q["b_scores"]
+    margin = (bs[0] - bs[1]) / bs[0] if len(bs) > 1 and bs[0] > 0 else 0.0
+    w = Weights(round(w.bm25 + w.margin * float(margin), 4), w.dense)
     where = set(q["cand"].tolist())
     lists, ws = [q["cand"]], [1.0]
     for rows, weight in ((q["b"], w.bm25), (q["d"], w.dense)):
@@ -149,34 +152,14 @@ def means(got: np.ndarray) -> dict[str, float]:
     return dict(zip(METRICS, got.mean(0).round(4).tolist(), strict=True))
 
 
-def lead_share(c: dict, gap: float = LEAD_GAP) -> float:
-    """clip((MRR_bm25 − MRR_dense) / gap, 0, 1) of the collection's corpus profile: how far
-    BM25 leads dense on pseudo-queries drawn from the corpus (the rule shipped before issue 60
-    took BM25's weight from it alone)."""
+def before(c: dict) -> Weights:
+    """The rule shipped before issue 60: BM25's weight clip((MRR_bm25 − MRR_dense) / 0.1, 0, 1)
+    from the corpus profile, dense none."""
     sig = (c["profile"] or {}).get("signals", {})
     if "bm25" not in sig or "dense" not in sig:
-        return 0.0
-    return min(max((sig["bm25"]["mrr"] - sig["dense"]["mrr"]) / gap, 0.0), 1.0)
-
-
-@dataclass(frozen=True)
-class Rule:
-    """The weights of a corpus of each kind: ``base[kind]``, BM25's raised by ``gain`` times
-    the corpus profile's :func:`lead_share`."""
-
-    gain: float
-    base: tuple[tuple[str, Weights], ...]
-
-    def weights(self, c: dict) -> Weights:
-        w = dict(self.base).get(c["kind"], Weights(0.0, 0.0))
-        return Weights(round(w.bm25 + self.gain * lead_share(c), 4), w.dense)
-
-    def to_json(self) -> dict:
-        return {"profile_gain": self.gain, **{k: w._asdict() for k, w in self.base}}
-
-
-BEFORE = Rule(1.0, ())
-"""The rule shipped before issue 60: BM25's weight from the profile alone, dense none."""
+        return Weights(0.0, 0.0)
+    lead = (sig["bm25"]["mrr"] - sig["dense"]["mrr"]) / LEAD_GAP
+    return Weights(round(min(max(lead, 0.0), 1.0), 4), 0.0)
 
 
 class Gains:
@@ -201,40 +184,19 @@ class Gains:
         return float(self.at(name, w)[:, 0].mean() - self.ref[name])
 
 
-def choose(g: Gains, names: list[str]) -> Rule:
-    """The rule with the least mean loss over ``names``, a loss being a collection's nDCG@10
-    below the best of its baselines (the issue's bar: never below them; gains above it are not
-    traded for losses elsewhere); ties: the larger mean gain, then the smaller profile gain and
-    weights. Per profile gain of :data:`GAINS`, each kind's weights of the grid are chosen on
-    that kind's collections (the kinds share no collection, so the mean over all is best where
-    each kind's is), then the best profile gain."""
-    grid = [Weights(b, d) for b in GRID for d in GRID]
+def choose(g: Gains, names: list[str]) -> Weights:
+    """The weights of the grid (BM25's, dense's, the margin's part) with the least mean loss
+    over ``names``, a loss being a collection's nDCG@10 below the best of its baselines (the
+    issue's bar: never below them; gains are not traded for losses elsewhere); ties: the larger
+    mean gain, then the smaller weights."""
+    grid = [Weights(b, d, m) for b in GRID for d in GRID for m in MARGINS]
 
-    def key(gains: list[float]) -> tuple[float, float]:
-        return round(float(np.mean(np.minimum(gains, 0.0))), 6), round(float(np.mean(gains)), 6)
+    def key(w: Weights) -> tuple[float, ...]:
+        gains = [g.gain(n, w) for n in names]
+        loss = round(float(np.mean(np.minimum(gains, 0.0))), 6)
+        return loss, round(float(np.mean(gains)), 6), -w.margin, -w.bm25 - w.dense
 
-    best, best_key = None, None
-    for gain in GAINS:
-        base, gains = [], []
-        for kind in KINDS:
-            mine = [n for n in names if g.sets[n]["kind"] == kind]
-            if not mine:
-                base.append((kind, Weights(0.0, 0.0)))
-                continue
-
-            def at(w: Weights, mine: list[str] = mine, kind: str = kind,
-                   gain: float = gain) -> list[float]:  # fmt: skip
-                rule = Rule(gain, ((kind, w),))
-                return [g.gain(n, rule.weights(g.sets[n])) for n in mine]
-
-            w = max(grid, key=lambda w: (*key(at(w)), -w.bm25 - w.dense))
-            base.append((kind, w))
-            gains += at(w)
-        k = (*key(gains), -gain)
-        if best_key is None or k > best_key:
-            best, best_key = Rule(gain, tuple(base)), k
-    assert best is not None
-    return best
+    return max(grid, key=key)
 
 
 def query_evidence(c: dict) -> dict[str, float]:
@@ -266,35 +228,71 @@ def report(work: Path) -> dict:
         if (work / f"{name}.pkl").exists():
             sets[name] = pickle.loads((work / f"{name}.pkl").read_bytes())
     g = Gains(sets)
-    names = list(sets)
-    shipped = choose(g, names)
-    out: dict = {"grid": GRID, "profile_gains": GAINS, "chosen": shipped.to_json(),
-                 "collections": {}}  # fmt: skip
-    for held in names:
-        rule = choose(g, [n for n in names if n != held])
-        c = sets[held]
-        w = rule.weights(c)
-        best = max(BASELINES, key=lambda m: g.base[held][m][:, 0].mean())
-        sig = (c["profile"] or {}).get("signals", {})
-        row = {"kind": c["kind"], "questions": len(c["queries"]), "best_baseline": best,
-               "rule_held_out": rule.to_json(), "weights_held_out": w._asdict(),
-               "profile_mrr": {k: sig[k]["mrr"] for k in sig if k != "rrf"}}  # fmt: skip
-        for m in BASELINES:
-            row[m] = means(g.base[held][m])
-        row["ranker_alone"] = means(g.alone[held])
-        row["before"] = means(g.at(held, BEFORE.weights(c)))
-        row["default_held_out"] = means(g.at(held, w))
-        row["default_shipped"] = means(g.at(held, shipped.weights(c)))
-        for j, metric in enumerate(METRICS[:2]):
-            cmp = paired_bootstrap(g.base[held][best][:, j], g.at(held, w)[:, j],
-                                   n_resamples=2000, seed=0)  # fmt: skip
-            row[f"delta_{metric}"] = {k: round(float(cmp[k]), 4)
-                                      for k in ("delta", "ci_low", "ci_high")}  # fmt: skip
-        row["query_evidence"] = query_evidence(c)
-        out["collections"][held] = row
-        print(f"{held}: held out {rule.to_json()} -> {w}; {row['default_held_out']} "
-              f"vs {best} {row[best]}", file=sys.stderr)  # fmt: skip
+    out: dict = {"grid": GRID, "margins": MARGINS, "chosen": {}, "collections": {}}
+    for kind in KINDS:
+        names = [n for n in sets if sets[n]["kind"] == kind]
+        if not names:
+            continue
+        out["chosen"][kind] = choose(g, names)._asdict()
+        for held in names:
+            w = choose(g, [n for n in names if n != held] or names)
+            c = sets[held]
+            best = max(BASELINES, key=lambda m: g.base[held][m][:, 0].mean())
+            sig = (c["profile"] or {}).get("signals", {})
+            row = {"kind": kind, "questions": len(c["queries"]), "best_baseline": best,
+                   "weights_held_out": w._asdict(),
+                   "profile_mrr": {k: sig[k]["mrr"] for k in sig if k != "rrf"}}  # fmt: skip
+            for m in BASELINES:
+                row[m] = means(g.base[held][m])
+            row["ranker_alone"] = means(g.alone[held])
+            row["before"] = means(g.at(held, before(c)))
+            row["default_held_out"] = means(g.at(held, w))
+            row["default_shipped"] = means(g.at(held, Weights(**out["chosen"][kind])))
+            for j, metric in enumerate(METRICS[:2]):
+                cmp = paired_bootstrap(g.base[held][best][:, j], g.at(held, w)[:, j],
+                                       n_resamples=2000, seed=0)  # fmt: skip
+                row[f"delta_{metric}"] = {k: round(float(cmp[k]), 4)
+                                          for k in ("delta", "ci_low", "ci_high")}  # fmt: skip
+            row["query_evidence"] = query_evidence(c)
+            out["collections"][held] = row
+            print(f"{held}: held out {w} -> {row['default_held_out']} vs {best} {row[best]}",
+                  file=sys.stderr)  # fmt: skip
     return out
+
+
+NAMES = {"scifact": "SciFact (test)", "spider": "Spider (tables)", "bird": "BIRD (tables)",
+         "cacm": "CACM", "med": "MED", "npl": "NPL", "time": "TIME", "pubmedqa": "PubMedQA",
+         "xquad_en": "XQuAD (English)", "hotpotqa": "HotpotQA", "musique": "MuSiQue",
+         "2wikimultihopqa": "2WikiMultiHopQA"}  # fmt: skip
+
+
+def markdown(results: dict) -> str:
+    """The table of docs/notes/any-corpus.md: every collection's row with itself held out."""
+
+    def pair(m: dict) -> str:
+        return f"{m['ndcg@10']:.3f} / {m['recall@10']:.3f}"
+
+    def ci(d: dict) -> str:
+        return f"{d['delta']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
+
+    head = (
+        "| held out | kind | questions | `bm25` nDCG@10 / R@10 | `dense` | `rrf` | ranker alone "
+        "| before (profile rule) | default, held out (BM25, dense weights) | ΔnDCG@10 vs best "
+        "| ΔR@10 vs best |"
+    )
+    lines = [head, "|" + "---|" * 11]
+    for name, r in results["collections"].items():
+        best = r["best_baseline"]
+        cells = [pair(r[m]) if m != best else f"**{pair(r[m])}**" for m in BASELINES]
+        w = r["weights_held_out"]
+        bm25 = f"{w['bm25']:g}" + (f" + {w['margin']:g}·margin" if w["margin"] else "")
+        lines.append(
+            f"| {NAMES.get(name, name)} | {r['kind']} | {r['questions']} | {' | '.join(cells)} "
+            f"| {pair(r['ranker_alone'])} | {pair(r['before'])} "
+            f"| {pair(r['default_held_out'])} ({bm25}, {w['dense']:g}) "
+            f"| {ci(r['delta_ndcg@10'])} vs {best} | {ci(r['delta_recall@10'])} |"
+        )
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -317,6 +315,7 @@ def main() -> None:
         print(f"{name}: {len(got['queries'])} queries", file=sys.stderr)
     results = report(work)
     Path(args.results).write_text(json.dumps(results, indent=1) + "\n")
+    print(markdown(results))
     print(json.dumps(results["chosen"]), file=sys.stderr)
     print(f"wrote {args.results}", file=sys.stderr)
 

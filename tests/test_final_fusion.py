@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
+import pytest
+
 from hopgraph.corpus import Corpus, Passage
 from hopgraph.corpus.convert import TABLE_KIND
 from hopgraph.index import Index
@@ -11,6 +14,7 @@ from hopgraph.retrieve import get_retriever
 from hopgraph.retrieve.final_fusion import (
     WEIGHTS,
     Weights,
+    bm25_margin,
     chosen_weights,
     fusion_kind,
     is_tables,
@@ -18,22 +22,28 @@ from hopgraph.retrieve.final_fusion import (
 
 
 def test_the_weights_per_corpus_kind():
-    """The default's weights go by fusion kind; a weight given replaces the default's, and
-    dense gets none without vectors whatever is asked; the profile's lead raises BM25's by
-    PROFILE_GAIN (0 as chosen: no change)."""
-    from hopgraph.retrieve.final_fusion import PROFILE_GAIN
-
+    """The default's weights go by fusion kind; a weight given replaces the default's (a BM25
+    weight given is fixed: no margin's part), and dense gets none without vectors whatever is
+    asked."""
     assert chosen_weights("entity_titles") == WEIGHTS["entity_titles"] == Weights(0.0, 0.0)
     plain = WEIGHTS["plain_titles"]
-    assert plain.bm25 > 0 and plain.dense > 0
-    assert WEIGHTS["tables"].dense > 0
-    assert chosen_weights("plain_titles", bm25=0.3) == Weights(0.3, plain.dense)
-    assert chosen_weights("plain_titles", dense=0) == Weights(plain.bm25, 0.0)
+    assert plain.any and WEIGHTS["tables"].dense > 0
+    assert chosen_weights("plain_titles", bm25=0.3) == Weights(0.3, plain.dense, 0.0)
+    assert chosen_weights("plain_titles", dense=0) == Weights(plain.bm25, 0.0, plain.margin)
     assert chosen_weights("plain_titles_no_vectors", dense=2.0).dense == 0.0
-    lifted = chosen_weights("plain_titles", lead=1.0)
-    assert lifted.bm25 == plain.bm25 + PROFILE_GAIN
-    assert chosen_weights("plain_titles_no_vectors", lead=1.0) == WEIGHTS["plain_titles_no_vectors"]
     assert "alone" in Weights(0, 0).describe() and "BM25's (0.5)" in Weights(0.5, 0).describe()
+    assert "+ 1 × its top hit's lead" in Weights(0.25, 0.5, 1.0).describe()
+
+
+def test_bm25s_weight_grows_with_its_top_hits_margin():
+    """BM25's weight for one query: its base plus ``margin`` × (s1 − s2) / s1 of BM25's two
+    best scores; 0 with fewer than two hits."""
+    fh = SimpleNamespace(bm25=np.array([0.0, 8.0, 2.0, 6.0]), b_list=np.array([1, 3, 2]))
+    assert bm25_margin(fh) == pytest.approx(0.25)
+    w = Weights(0.5, 0.25, 2.0).for_query(fh)
+    assert w == Weights(1.0, 0.25, 0.0)
+    assert Weights(0.5, 0.25).for_query(fh) == Weights(0.5, 0.25)
+    assert bm25_margin(SimpleNamespace(bm25=np.array([3.0]), b_list=np.array([0]))) == 0.0
 
 
 def _corpus(n: int, tables: int) -> Corpus:

@@ -138,7 +138,7 @@ def test_bm25s_weight_goes_by_corpus_kind_without_vectors(demo_dataset, bare_ind
     """Without vectors the corpus kind decides BM25's weight: 0 where titles are entity names,
     1 elsewhere (final_fusion.WEIGHTS), unless set; dense has none."""
     assert get_retriever(bare_index).weights == WEIGHTS["entity_titles_no_vectors"]
-    assert WEIGHTS["entity_titles_no_vectors"] == (0.0, 0.0)
+    assert WEIGHTS["entity_titles_no_vectors"] == (0.0, 0.0, 0.0)
     plain = Index.build(
         demo_dataset.corpus,
         ["sparse", "entities"],
@@ -147,7 +147,7 @@ def test_bm25s_weight_goes_by_corpus_kind_without_vectors(demo_dataset, bare_ind
     )
     r = get_retriever(plain)
     assert r.ranker is shared_ranker("").for_kind("plain_titles" + NO_VECTORS)
-    assert r.weights == WEIGHTS["plain_titles_no_vectors"] == (1.0, 0.0)
+    assert r.weights == WEIGHTS["plain_titles_no_vectors"] == (1.0, 0.0, 0.0)
     assert get_retriever(plain, lexical_weight=0.25).weights.bm25 == 0.25
     q = demo_dataset.questions[0].text
     fused, alone = r.search(q, k=10), get_retriever(plain, lexical_weight=0).search(q, k=10)

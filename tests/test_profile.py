@@ -9,7 +9,6 @@ from hopgraph.corpus import Corpus, Passage
 from hopgraph.index import Index
 from hopgraph.index.profile import (
     SIGNALS,
-    bm25_lead,
     corpus_profile,
     held_out,
     is_stale,
@@ -86,18 +85,6 @@ def test_profile_on_the_demo_index_and_its_features(demo_dataset):
     for s in SIGNALS:
         m = prof["signals"][s]
         assert 0.0 < m["mrr"] <= 1.0 and 0.0 <= m["recall@10"] <= 1.0
-
-
-def test_bm25_lead_is_bm25s_mrr_lead_over_dense_as_a_share():
-    def prof(bm25: float, dense: float) -> dict:
-        return {"signals": {"bm25": {"mrr": bm25}, "dense": {"mrr": dense}}}
-
-    assert bm25_lead(prof(0.46, 0.59)) == 0.0  # Wikipedia-like: dense leads
-    assert bm25_lead(prof(0.60, 0.60)) == 0.0
-    assert bm25_lead(prof(0.65, 0.60)) == pytest.approx(0.5)
-    assert bm25_lead(prof(0.72, 0.60)) == 1.0
-    assert bm25_lead(prof(0.65, 0.60), gap=0.05) == pytest.approx(1.0)
-    assert bm25_lead(None) == 0.0 and bm25_lead({}) == 0.0
 
 
 def test_profile_kept_in_the_manifest_and_refreshed_after_large_updates(tmp_path, demo_dataset):

@@ -11,11 +11,11 @@ indexed score. The rank of the source among all passages gives, per signal (BM25
 their RRF), the mean reciprocal rank and the share found in the top 10.
 
 On a corpus where the bundled encoder is weak (a domain it never saw), dense finds fewer of its
-own passages than BM25 does; on Wikipedia-like pages dense finds more. The default's final fusion
-(:mod:`hopgraph.retrieve.final_fusion`) raises BM25's weight by a share of that lead
-(:func:`bm25_lead`). A held-out sentence asks "which passage is about this?", and real queries
-can go the other way (PubMedQA, MED, Spider here): so the lead is one part of the weight, chosen
-with every collection left out in turn, not the whole of it as it was from issue 35 to 60.
+own passages than BM25 does; on Wikipedia-like pages dense finds more. The profile describes
+that (``hopgraph info``). From issue 35 to 60 the default took BM25's weight from its lead; a
+held-out sentence asks "which passage is about this?", and real queries went the other way on
+PubMedQA, MED and Spider, so the default's weights now go by the kind of corpus and the query
+(:mod:`hopgraph.retrieve.final_fusion`; docs/notes/any-corpus.md).
 
 The profile is kept in the index's manifest (``profile``), measured when the sparse and dense
 parts are built, and measured again when a live update leaves the index more than
@@ -41,9 +41,6 @@ STALE_SHARE = 0.1
 K_RRF = 60.0
 MIN_WORDS = 12  # passages shorter than this give no pseudo-query
 SIGNALS = ("bm25", "dense", "rrf")
-LEAD_GAP = 0.1
-"""BM25's MRR lead over dense at which :func:`bm25_lead` reaches 1 (issue 35's choice, on SciFact's
-train questions and the table sets)."""
 
 
 @dataclass(frozen=True)
@@ -171,18 +168,6 @@ def corpus_profile(index: Any, n: int = PSEUDO_QUERIES, seed: int = SEED) -> dic
         "seed": seed,
         "dense_model": dense.options.model,
     }
-
-
-def bm25_lead(profile: dict[str, Any] | None, gap: float = LEAD_GAP) -> float:
-    """How far BM25 leads dense on the corpus's own pseudo-queries, as a share:
-    clip((MRR_bm25 − MRR_dense) / ``gap``, 0, 1); 0 without a profile."""
-    if not profile:
-        return 0.0
-    try:
-        lead = float(profile["signals"]["bm25"]["mrr"]) - float(profile["signals"]["dense"]["mrr"])
-    except (KeyError, TypeError, ValueError):
-        return 0.0
-    return float(min(max(lead / gap, 0.0), 1.0)) if gap > 0 else float(lead > 0)
 
 
 def describe_profile(profile: dict[str, Any] | None) -> str:

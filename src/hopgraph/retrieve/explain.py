@@ -101,7 +101,8 @@ def note_fusion(
     used = [n for n, w in (("bm25", weights.bm25), ("dense", weights.dense)) if w > 0]
     for hit, pos in zip(hits, picked.tolist(), strict=False):
         row = int(found.rows[pos])
-        hit["fusion"] = {"weights": weights._asdict(), "ranker_rank": ranker[pos],
+        hit["fusion"] = {"weights": {"bm25": weights.bm25, "dense": weights.dense},
+                         "ranker_rank": ranker[pos],
                          **{f"{n}_rank": ranks[n].get(row) for n in used}}  # fmt: skip
         where = ", ".join(
             f"{'BM25' if n == 'bm25' else n}'s #{ranks[n][row]}" if row in ranks[n]

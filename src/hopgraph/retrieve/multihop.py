@@ -42,16 +42,10 @@ import numpy as np
 from hopgraph.config import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Bounds, option
 from hopgraph.errors import ConfigError
 from hopgraph.index import Index
-from hopgraph.index.profile import bm25_lead
 from hopgraph.models.hop_encoder import Columns
 from hopgraph.models.ranker import NO_VECTORS, RankerSet, load_ranker, ranker_kind
 from hopgraph.retrieve.base import Retriever, allowed_rows
-from hopgraph.retrieve.final_fusion import (
-    PROFILE_GAIN,
-    chosen_weights,
-    final_order,
-    fusion_kind,
-)
+from hopgraph.retrieve.final_fusion import chosen_weights, final_order, fusion_kind
 from hopgraph.retrieve.hop_features import (
     FEATURES,
     FirstHop,
@@ -294,11 +288,7 @@ class MultihopRetriever(Retriever):
         self.ranker = shared_ranker(params.model).for_kind(kind)
         self.settings = replace(params.settings(), vectors=self.vectors)
         self.kind = fusion_kind(index, self.vectors)
-        lead = 0.0
-        if self.vectors and params.lexical_weight < 0 and PROFILE_GAIN:  # measured if missing
-            index.refresh_profile()
-            lead = bm25_lead(index.profile)
-        self.weights = chosen_weights(self.kind, params.lexical_weight, params.dense_weight, lead)
+        self.weights = chosen_weights(self.kind, params.lexical_weight, params.dense_weight)
         self.hop = None  # the hop encoder, where the switch is on and it applies to this index
         self.hop_off = "" if params.hop_encoder else "off"
         if params.hop_encoder and kind != "entity_titles":
@@ -359,7 +349,8 @@ class MultihopRetriever(Retriever):
         elif self.hop is not None:
             ranker, extra, hop = self.hop.ranker, self.hop.columns(self.index, query), "on"
         last = score_candidates(self.index, self.settings, query, fh.qvec, ranker.score, fh, extra)
-        order, final = final_order(last, self.weights, self.params.k_rrf)
+        weights = self.weights.for_query(last.fh)  # BM25's with this query's margin
+        order, final = final_order(last, weights, self.params.k_rrf)
         allowed = allowed_rows()
         if allowed is not None:  # a metadata filter: the candidates that match, in order
             order = order[allowed[last.rows[order]]]
@@ -409,8 +400,8 @@ class MultihopRetriever(Retriever):
             )
 
             hits = explain_hits(self.index, ranker, last, picked, len(rows))
-            if self.weights.any:
-                note_fusion(hits, last, picked, self.weights)
+            if weights.any:
+                note_fusion(hits, last, picked, weights)
             for place, (hit, row) in enumerate(zip(hits, rows.tolist(), strict=True), 1):
                 if row in before:
                     note_query_vectors(hit, place, before[row])
@@ -421,7 +412,7 @@ class MultihopRetriever(Retriever):
         first = last.before or last  # the first round (the chain round's anchors are its top)
         info = {"candidates": int(len(last.rows)), "anchors": len(first.anchors),
                 "chain_anchors": len(last.anchors) if last.before is not None else 0,
-                "weights": {"bm25": self.weights.bm25, "dense": self.weights.dense},
+                "weights": {"bm25": weights.bm25, "dense": weights.dense},
                 "vectors": "on" if self.vectors else f"off: {self.vectors_off}"}  # fmt: skip
         if hop != "off":
             info["hop_encoder"] = hop
