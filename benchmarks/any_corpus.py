@@ -1,8 +1,9 @@
 """How the default fuses its ranker with the baselines, chosen with every collection left out in
 turn. Table: docs/notes/any-corpus.md, "Leave one collection out" (and docs/results.md's summary).
-Run time on the 2-core machine: the collecting step about 8 min with the indexes cached (recorded:
-the six new collections in 4 min, 30-40 questions/s), plus the default builds where missing
-(about 1-3 min per Wikipedia-sized set); the choice and the table under a minute.
+Run time on the 2-core machine: the held-out rankers about 15 min with the indexes cached (their
+default builds where missing, 1-4 min per set; recorded 2026-11-28: 18 min from an empty cache);
+the collecting step about 3 min (recorded: all twelve collections into a fresh folder, 30-40
+questions/s); the choice and the table about 1 min (recorded: 66 s).
 
     .venv/bin/python benchmarks/default_ranker.py --data-dir ../shared/data --lodo --no-scale \
         --no-model --save-lodo RANKERS --results /tmp/ignored.json       # held-out rankers
@@ -17,14 +18,15 @@ corpus profile. A collection the shipped ranker was fitted on is run with the ra
 without its family (``RANKERS/<family>.json``, from ``default_ranker.py --lodo --save-lodo``;
 ``--no-scale`` changes only the ``entity_titles`` models, which are not fused).
 
-**Choose**: per ranker kind, the weights (BM25's, dense's) of a grid whose *worst* gain in
-nDCG@10 over the best of ``bm25``, ``dense`` and ``rrf`` across the collections of that kind is
-largest (ties: the larger mean gain), with each collection left out in turn: its row is the
-fusion at the weights chosen without it. The weights chosen on all of them are the ones shipped
-(:data:`hopgraph.retrieve.final_fusion.WEIGHTS`). Paired bootstrap 95% CIs (2000 resamples)
-against the best baseline of the row's collection. Also the rule shipped before (BM25's weight
-from the corpus profile) and how well query-level evidence tells the baselines apart. Results:
-``benchmarks/results/any_corpus.json``.
+**Choose** (:func:`choose`): per kind of corpus (:func:`~hopgraph.retrieve.final_fusion.
+fusion_kind`), the weights of a grid (BM25's, dense's, and the part of the query's BM25 margin
+in BM25's) with the least mean loss in nDCG@10 below the best of ``bm25``, ``dense`` and ``rrf``
+over that kind's collections, each collection left out in turn: its row is the fusion at the
+weights chosen without it. The weights chosen on all of a kind's collections are the ones
+shipped (:data:`hopgraph.retrieve.final_fusion.WEIGHTS`). Paired bootstrap 95% CIs (2000
+resamples) against the best baseline of the row's collection; also the ranker alone, the rule
+shipped before (BM25's weight from the corpus profile) and how well query-level evidence tells
+the baselines apart. Writes ``benchmarks/results/any_corpus.json`` and prints the table.
 """
 
 from __future__ import annotations

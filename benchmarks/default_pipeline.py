@@ -1,6 +1,6 @@
 """The default pipeline (``multihop``) against the baselines: quality, latency, build cost.
-Table: docs/results.md, "Every method on every set" and "Any corpus: SciFact and tables". Run time
-on the 2-core machine: about 10 min, plus about 4 min to index the four sets where not cached
+Table: docs/results.md, "Every method on every set" (and docs/notes/any-corpus.md, issue 35). Run
+time on the 2-core machine: about 10 min, plus about 4 min to index the four sets where not cached
 (estimated: 8 rankers refitted, set and family held out, against a run of experiments/decompose.py,
 which takes the features once and refits a ranker for each of five held-out sets, recorded at 2–4
 min; 969 questions × 5 methods × 3 repeats at 0.2–13 ms p50, about 2 min); ``--build-cost`` about 4

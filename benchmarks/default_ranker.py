@@ -1,10 +1,10 @@
 """Fit the ``multihop`` ranker shipped in the package, and measure how it transfers.
-Table: docs/results.md, "Any corpus: SciFact and tables" (``--lodo``); without it, the shipped
-ranker. Run time on the 2-core machine: about 10 min for the model, ``--lodo`` about 10 min more,
-plus about 10 min per train set's 100k index where missing (recorded below); estimated against a
-run of experiments/decompose.py, which takes the features once and refits a ranker for each of five
-held-out sets, recorded at 2–4 min: the features of every training set, pseudo-queries and scale
-sets included, then one refit per family left out, six, for both kinds of index.
+Table: docs/notes/any-corpus.md, issue 35's family-held-out rows (``--lodo``); without it, the
+shipped ranker. Run time on the 2-core machine: about 10 min for the model, ``--lodo`` about 10
+min more, plus about 10 min per train set's 100k index where missing (recorded below); estimated
+against a run of experiments/decompose.py, which takes the features once and refits a ranker for
+each of five held-out sets, recorded at 2–4 min: the features of every training set, pseudo-queries
+and scale sets included, then one refit per family left out, six, for both kinds of index.
 
     .venv/bin/python benchmarks/default_ranker.py --data-dir ../shared/data            # the model
     .venv/bin/python benchmarks/default_ranker.py --data-dir ../shared/data --lodo     # + LOFO rows
