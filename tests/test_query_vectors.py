@@ -13,8 +13,9 @@ from hopgraph.config import make_options
 from hopgraph.errors import ConfigError
 from hopgraph.index import Index
 from hopgraph.retrieve import get_retriever
+from hopgraph.retrieve.final_fusion import final_order
 from hopgraph.retrieve.hop_features import COL, FEATURES
-from hopgraph.retrieve.multihop import MultihopParams, final_order, score_candidates
+from hopgraph.retrieve.multihop import MultihopParams, score_candidates
 from hopgraph.retrieve.query_vectors import (
     ANCHORS,
     ENCODE_BATCH,
@@ -103,7 +104,7 @@ def test_the_top_is_reranked_by_vectors_encoded_at_query_time(demo_dataset, bare
     assert got.info["query_vectors"] == TOP
     # the same order computed by hand: the no-vector order's top TOP, encoded and reranked
     last = score_candidates(bare_index, r.settings, q, None, r.ranker.score)
-    order, final = final_order(last, r.lexical, r.params.k_rrf)
+    order, final = final_order(last, r.weights, r.params.k_rrf)
     rows = last.rows[order][:TOP]
     enc = Encoders.of(None)
     V = enc.passages.encode(
