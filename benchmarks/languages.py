@@ -109,9 +109,7 @@ def run_set(name: str, data_dir: Path, methods: list[str], limit: int | None) ->
         from hopgraph.retrieve import get_retriever
 
         ranking = get_retriever(index, "default").search(ds.questions[0].text, k=10)
-        info = {
-            k: v for k, v in ranking.info.items() if k in ("language", "vectors", "weights")
-        }
+        info = {k: v for k, v in ranking.info.items() if k in ("language", "vectors", "weights")}
     sparse = index.part("sparse").options
     return {
         "set": name, "passages": len(ds.corpus), "questions": len(ds.questions),

@@ -4,6 +4,7 @@ index time, and the default that leaves out vectors its encoder cannot give."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import bm25s
 import pytest
@@ -14,12 +15,14 @@ from hopgraph.cli import cli
 from hopgraph.corpus import Corpus, Passage, load_corpus
 from hopgraph.errors import ConfigError
 from hopgraph.index import Index
-from hopgraph.index.detect import detect_settings
+from hopgraph.index.detect import detect_settings, looks_like_name
+from hopgraph.index.name_finder import NameFinder
 from hopgraph.index.registry import split_part_options
 from hopgraph.index.sparse import SparseOptions
 from hopgraph.retrieve import get_retriever
 from hopgraph.text.analyze import Analyzer, MixedAnalyzer, analyzer, bigrams, normalize
 from hopgraph.text.language import classify, detect_among, detect_language, plainly_english
+from hopgraph.text.ner import normalize_entity
 from hopgraph.text.tokenize import Tokenizer
 
 # Short Chinese pages (written for this test): a question's words, in other order, lie in one.
@@ -276,3 +279,71 @@ def test_two_hops_over_linked_pages_in_french():
     assert r.ids.index("1") < 3
     # the vectors were left out on purpose: the default is not a fallback, and says why
     assert "default_fallback" not in r.info and "the corpus is in fr" in r.info["vectors"]
+
+
+# The same story in scripts without case (Chinese, Japanese, Arabic) and in German, where every
+# noun is capitalised: the names are the titles, found in the texts without capital letters.
+LINKED = json.loads((Path(__file__).parent / "data" / "linked_pages.json").read_text("utf-8"))
+QUESTIONS = {
+    "zh": "建造奥伦代尔号的船厂是谁创立的？",
+    "ja": "オレンデール号を建造した造船所を設立したのは誰か？",
+    "ar": "من أسس حوض بناء السفن الذي بنى أورندال؟",
+    "de": "Wer gründete die Werft, die die SS Orrendale gebaut hat?",
+}
+
+
+@pytest.mark.parametrize("lang", sorted(LINKED))
+def test_two_hops_over_linked_pages_without_capital_letters(lang):
+    """Titles in a script without case are names too; their mentions are found in the texts
+    (inside unspaced Chinese and Japanese runs), not by capital letters (German's every noun),
+    and the second hop reaches the shipyard through the ship's page."""
+    pages, question = LINKED[lang], QUESTIONS[lang]
+    index = Index.build(
+        Corpus([Passage(str(i), t, x) for i, (t, x) in enumerate(pages)]), progress=False
+    )
+    o = index.part("entities").options
+    assert index.part("sparse").options.language == lang
+    assert o.title_aliases and o.normalize == "letters" and o.ner == "none"
+    ents = index.part("entities")
+    ship, yard = (normalize_entity(pages[i][0], "letters") for i in (0, 1))
+    assert ship in ents.ids and yard in ents.ids
+    assert yard in ents.found_dict()[0]  # the ship's page mentions the shipyard
+    if lang == "de":  # a capitalised noun is no entity: only the pages' titles are
+        assert "frachter" not in ents.ids and "ostsee" not in ents.ids
+    assert [ents.names[j] for j in ents.query_entities(question)] == [ship]
+    r = get_retriever(index, "default").search(question, k=4)
+    paths = {pages[int(i)][0]: e["path"] for i, e in zip(r.ids, r.explanations, strict=True)}
+    assert paths[pages[1][0]] == f"2-hop: question → *{pages[0][0]}* → this page"
+
+
+def test_names_in_any_script_found_without_capitals():
+    """The letters normalisation keeps every script's letters; the name finder matches inside
+    unspaced runs, on word boundaries elsewhere, and wants a capital only for a one-word name
+    of a cased script."""
+    assert normalize_entity("Tobias  Grennick", "letters") == "tobias grennick"
+    assert normalize_entity("托拜厄斯·格伦尼克", "letters") == "托拜厄斯 格伦尼克"
+    assert normalize_entity("Straße", "letters") == "strasse"
+    assert normalize_entity("تَارنويك", "letters") == "تارنويك"  # the vowel marks go
+    keys = ["奥伦代尔号", "邓马罗", "tarnwick", "eau", "القاهرة", "tobias grennick", "ab"]
+    finder = NameFinder(keys)
+    assert finder.find("奥伦代尔号是一艘货轮，生于邓马罗") == ["奥伦代尔号", "邓马罗"]
+    assert finder.find("la Tarnwick et la tarnwick; l'eau claire") == ["tarnwick"]
+    assert finder.find("TOBIAS GRENNICK et tobias grennick") == ["tobias grennick"] * 2
+    assert finder.find("القاهرة هي عاصمة مصر والقاهرة") == ["القاهرة"]  # not inside a word
+    assert finder.find("Ab Tarnwickshire") == []  # too short; inside a longer word
+    assert looks_like_name("奥伦代尔号") and looks_like_name("توبياس غرينيك")
+    assert not looks_like_name("这是一个很长的句子，它描述了一艘船的历史。")
+    assert not looks_like_name("من أسس الحوض؟")
+
+
+def test_an_added_page_in_chinese_is_found_in_old_texts_as_a_rebuild_finds_it():
+    opts = {"entities": {"title_aliases": True, "alias_mentions": True, "normalize": "letters",
+                         "ner": "none"}}  # fmt: skip
+    pages = [Passage(str(i), t, x) for i, (t, x) in enumerate(LINKED["zh"])]
+    index = Index.build(Corpus(pages[:5]), ["entities"], opts, progress=False)
+    updated = index.updated(add=pages[5:], delete=["3"])
+    rebuilt = Index.build(updated.corpus, ["entities"], opts, progress=False)
+    ea, eb = updated.part("entities"), rebuilt.part("entities")
+    assert ea.found_dict() == eb.found_dict() and ea.names == eb.names
+    assert (ea.mentions != eb.mentions).nnz == 0
+    assert "邓马罗" in ea.found_dict()[2]  # the old text of 托拜厄斯 names the added page

@@ -90,6 +90,8 @@ def alias_spans(
     with a capital or a digit: ``(rows, canonical entities)``, one pair per occurrence. The text
     is split and normalised like the aliases and scanned word by word against the aliases
     starting with that word, longest first, without overlaps."""
+    if mode == "letters":  # any script, no capital letters needed (index/name_finder.py)
+        return _letters_spans(corpus, aliases)
     by_first: dict[str, list[tuple[str, ...]]] = {}
     for alias in aliases:
         words = tuple(alias.split())
@@ -113,6 +115,33 @@ def alias_spans(
                         break
             i += 1
     return rows, found
+
+
+def _letters_spans(
+    corpus: Iterable[Passage], aliases: dict[str, str]
+) -> tuple[list[int], list[str]]:
+    """:func:`alias_spans` under the ``letters`` normalisation: the names
+    :class:`~hopgraph.index.name_finder.NameFinder` finds in each text."""
+    from hopgraph.index.name_finder import NameFinder
+
+    finder = NameFinder(aliases)
+    rows: list[int] = []
+    found: list[str] = []
+    for row, p in enumerate(corpus):
+        for key in finder.find(p.text):
+            rows.append(row)
+            found.append(aliases[key])
+    return rows, found
+
+
+def scanned_for(alias: str, mode: str) -> bool:
+    """Whether the alias scan looks for ``alias`` in texts: two words or more, or under the
+    ``letters`` normalisation what :func:`~hopgraph.index.name_finder.findable` allows."""
+    if mode == "letters":
+        from hopgraph.index.name_finder import findable
+
+        return findable(alias)
+    return len(alias.split()) >= 2
 
 
 def rows_with_found(
@@ -139,6 +168,12 @@ def rows_mentioning(
     :func:`alias_spans` compares (capitalisation not checked: a superset of its hits)."""
     import ahocorasick
 
+    if mode == "letters":  # the rows where the name finder finds one (exactly its hits)
+        from hopgraph.index.name_finder import NameFinder
+
+        finder = NameFinder(phrases)
+        wanted = range(len(corpus)) if rows is None else np.asarray(rows).tolist()
+        return sorted(r for r in wanted if finder.find(corpus[r].text))
     automaton = ahocorasick.Automaton()
     for phrase in phrases:
         automaton.add_word(f" {phrase} ", phrase)
@@ -254,7 +289,7 @@ def updated_found(
         changed = {
             k
             for k in set(aliases) | set(old)
-            if aliases.get(k) != old.get(k) and len(k.split()) >= 2
+            if aliases.get(k) != old.get(k) and scanned_for(k, mode)
         }
         came = {k for k in changed if k not in old}
         went = {old[k] for k in changed - came}

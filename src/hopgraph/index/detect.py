@@ -36,6 +36,7 @@ from typing import Any
 
 from hopgraph.corpus import Corpus
 from hopgraph.corpus.convert import TABLE_KIND
+from hopgraph.index.name_finder import CASED, LETTER, UNSPACED
 from hopgraph.text.language import detect_language
 from hopgraph.text.ner import strip_disambiguator
 
@@ -63,17 +64,26 @@ _PARTICLES = frozenset(
     "von with y".split()
 )
 _SENTENCE_END = (".", "?", "!")
+_FULL_STOPS = ("。", "？", "！", "؟", "।")  # sentence ends of scripts without case
+MAX_UNSPACED_NAME_CHARS = 12  # "托拜厄斯·格伦尼克", "ロックウェル造船所"; a sentence runs longer
 
 
 def looks_like_name(title: str) -> bool:
     """Whether ``title`` reads like an entity name rather than a sentence: at most
     :data:`MAX_NAME_WORDS` words once its disambiguator is removed, starting with a capital
     or a digit, at least half of its non-particle words capitalised, and no sentence-final
-    ``.``, ``?`` or ``!`` (an abbreviation such as ``Jr.`` or ``Inc.`` may end it)."""
+    ``.``, ``?`` or ``!`` (an abbreviation such as ``Jr.`` or ``Inc.`` may end it). In a script
+    without case (Chinese, Japanese, Arabic, Hindi, Thai) there is no capital to read: a title
+    of at most :data:`MAX_NAME_WORDS` words (:data:`MAX_UNSPACED_NAME_CHARS` characters where
+    the script has no spaces) that ends no sentence."""
     base = strip_disambiguator(title).strip(" \"'“”‘’")
     words = base.split()
     if not words or len(words) > MAX_NAME_WORDS:
         return False
+    if not CASED.search(base) and LETTER.search(base):  # a script without case: no capital
+        if base.endswith(_SENTENCE_END + _FULL_STOPS):  # to read, so short and no sentence
+            return False
+        return not UNSPACED.search(base) or len(base) <= MAX_UNSPACED_NAME_CHARS
     if not (words[0][0].isupper() or words[0][0].isdigit()):
         return False
     last = words[-1]
@@ -172,8 +182,14 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
             "titles do not look like entity names (" + "; ".join(failed) + "): title aliases off"
         )
     lang = detect_language(corpus if isinstance(corpus, Sequence) else list(corpus))
+    entities: dict[str, Any] = {"title_aliases": aliases, "alias_mentions": aliases}
+    if lang["language"] != "en":  # names in any script, found without capitals
+        entities["normalize"] = "letters"
+        if aliases:  # the mentions: title aliases in the texts, not capitalised words
+            entities["ner"] = "none"
+        reason += "; names in any script, found without capital letters"
     return {
-        "entities": {"title_aliases": aliases, "alias_mentions": aliases},
+        "entities": entities,
         "sparse": {"language": lang["language"]},
         WHY: {
             **stats,

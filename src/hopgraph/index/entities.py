@@ -76,10 +76,18 @@ __all__ = [  # the alias functions stay importable from here, where they were de
 
 @dataclass(frozen=True)
 class EntityOptions:
-    ner: str = option("regex", "NER backend: SPRIG's regex or spaCy", ("regex", "spacy"))
+    ner: str = option(
+        "regex",
+        "NER backend: SPRIG's regex, spaCy, or none (mentions: the title aliases in the texts)",
+        ("regex", "spacy", "none"),
+    )
     spacy_model: str = option("en_core_web_sm", "spaCy pipeline (ner=spacy)")
     n_process: int = option(2, "spaCy worker processes while indexing")
-    normalize: str = option("simple", "entity normalisation", ("none", "simple", "lower"))
+    normalize: str = option(
+        "simple",
+        "entity normalisation (letters: every script's letters, names found without capitals)",
+        ("none", "simple", "lower", "letters"),
+    )
     min_entity_len: int = option(2, "drop entities shorter than this (characters)")
     min_entity_df: int = option(1, "drop entities in fewer passages")
     max_entity_df_ratio: float = option(1.0, "drop entities in more than this share of passages")

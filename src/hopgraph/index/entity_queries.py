@@ -34,11 +34,28 @@ class EntityQueries:
         "Me And Bobby Mcgee" finds the alias of the passage titled "Me and Bobby McGee".
         """
         o = self.options
+        if o.normalize == "letters":  # any script: names found without capitals, either way
+            return self._found_entities(text)
         if matcher == "ngram":
             return self._ngram_entities(text)
         out: list[int] = []
         for m in self.extractor.extract([text])[0]:
             j = self.ids.get(canonical(m, o.normalize, self.aliases))
+            if j is not None and j not in out:
+                out.append(j)
+        return out
+
+    def _found_entities(self, text: str) -> list[int]:
+        """The entities whose names or title aliases :class:`~hopgraph.index.name_finder.
+        NameFinder` finds in ``text``, in order of appearance."""
+        finder = getattr(self, "_names", None)
+        if finder is None:
+            from hopgraph.index.name_finder import NameFinder
+
+            finder = self._names = NameFinder({*self.ids, *self.aliases})
+        out: list[int] = []
+        for key in finder.find(text):
+            j = self.ids.get(self.aliases.get(key, key))
             if j is not None and j not in out:
                 out.append(j)
         return out

@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
+import regex
 
 from hopgraph.errors import ConfigError
 from hopgraph.text.ner_labels import SPACY_LABELS as SPACY_LABELS  # re-exported
@@ -25,8 +26,9 @@ from hopgraph.text.ner_labels import SPACY_LABELS as SPACY_LABELS  # re-exported
 # break, so a passage's title line and its first sentence ("Ada Vell\nAda Vell was ...") stay apart.
 REGEX_PATTERN = re.compile(r"\b[A-Z][a-z]+(?:[^\S\n]+[A-Z][a-z]+){0,3}\b")
 
-NORMALIZATIONS = ("none", "simple", "lower")
+NORMALIZATIONS = ("none", "simple", "lower", "letters")
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
+_NON_LETTERS = regex.compile(r"[^\p{L}\p{N}\p{M}]+")
 _PAREN = re.compile(r"\s*\([^)]*\)\s*")
 
 
@@ -49,11 +51,15 @@ class RegexNER:
 @lru_cache(maxsize=1 << 18)
 def normalize_entity(mention: str, mode: str) -> str:
     """``none``: trimmed; ``lower``: lowercased; ``simple``: lowercased, accents folded,
-    every run of non-alphanumerics collapsed to one space (SPRIG's "simple rule")."""
+    every run of non-alphanumerics collapsed to one space (SPRIG's "simple rule"; ASCII letters
+    and digits only); ``letters``: the same over the letters, digits and marks of every script
+    (case folded; for a corpus not in English, :mod:`hopgraph.index.name_finder`)."""
     if mode == "none":
         return " ".join(mention.split())
     if mode == "lower":
         return " ".join(mention.lower().split())
+    if mode == "letters":
+        return _NON_LETTERS.sub(" ", fold_accents(mention.casefold())).strip()
     if mode == "simple":
         if mention.isascii():  # fast path: nothing to fold
             return _NON_ALNUM.sub(" ", mention.lower()).strip()
@@ -118,14 +124,26 @@ def strip_disambiguator(title: str) -> str:
     return _PAREN.sub(" ", title).strip()
 
 
+class NoNER:
+    """No NER: the entity part's mentions are the title aliases found in the texts (set for a
+    corpus not in English whose titles are names, where capital letters say nothing)."""
+
+    name = "none"
+
+    def extract(self, texts: Sequence[str], *, progress: bool = False) -> list[list[str]]:
+        return [[] for _ in texts]
+
+
 def make_extractor(
     ner: str, *, spacy_model: str = "en_core_web_sm", n_process: int = 1
 ) -> EntityExtractor:
-    """The NER backend named ``ner`` (``regex`` or ``spacy``)."""
+    """The NER backend named ``ner`` (``regex``, ``spacy`` or ``none``)."""
     if ner == "regex":
         return RegexNER()
+    if ner == "none":
+        return NoNER()
     if ner == "spacy":
         from hopgraph.text.spacy_ner import SpacyNER
 
         return SpacyNER(spacy_model, n_process=n_process)
-    raise ConfigError(f"unknown NER {ner!r}; use 'regex' or 'spacy'")
+    raise ConfigError(f"unknown NER {ner!r}; use 'regex', 'spacy' or 'none'")
