@@ -51,6 +51,12 @@ Use of Computers in Inspection Procedures" does not), where the threshold was 0.
 with it). Set between the two (docs/notes/any-corpus.md, issue 60): a guess informed by CACM."""
 MAX_NAME_WORDS = 6
 MAX_TABLES = 0.5
+MAX_CASELESS = 0.5
+"""Titles in a script without case turn title aliases off unless asked for: names and words
+look alike there, and with the aliases on, cmrc_zh's single-hop questions (848 passages of as
+many Chinese Wikipedia articles) lost 0.027 MRR against BM25 (docs/notes/languages.md). The
+machinery works when asked (``entities.title_aliases=true``): names found without capitals,
+two hops over linked pages in Chinese, Japanese and Arabic (tests/test_languages.py)."""
 
 DETECTED_PARTS: tuple[str, ...] = ("entities", "sparse")
 """The parts whose options :func:`detect_settings` sets."""
@@ -96,6 +102,11 @@ def looks_like_name(title: str) -> bool:
     return capitalised * 2 >= len(content)
 
 
+def is_caseless(title: str) -> bool:
+    """Whether ``title`` has letters and none of them has case (Chinese, Arabic, Hindi...)."""
+    return bool(LETTER.search(title)) and not CASED.search(title)
+
+
 def document_titles(passages: Iterable[Any]) -> tuple[list[str], int, int]:
     """The title of each document of ``passages`` (the first passage of each ``doc_id``; a
     passage without one is its own document), the number of passages, and how many of the
@@ -134,6 +145,9 @@ def title_stats(
         "name_like_share": (
             round(sum(looks_like_name(t) for t in titled) / len(titled), 4) if titled else 0.0
         ),
+        "caseless_share": (
+            round(sum(is_caseless(t) for t in titled) / len(titled), 4) if titled else 0.0
+        ),
     }
 
 
@@ -170,6 +184,13 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
             failed.append(
                 f"{stats['name_like_share']:.0%} of titles look like names (< {MIN_NAME_LIKE:.0%})"
             )
+        if stats["caseless_share"] >= MAX_CASELESS:
+            failed.append(
+                f"{stats['caseless_share']:.0%} of titles are in a script without case "
+                "(Chinese, Japanese, Arabic...: on single-hop questions over such titles the "
+                "entity graph cost cmrc_zh 0.027 MRR; --index-set entities.title_aliases=true "
+                "--index-set entities.alias_mentions=true for linked pages)"
+            )
     aliases = not failed
     if aliases:
         reason = (
@@ -200,6 +221,7 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
                 "max_median_title_words": MAX_MEDIAN_WORDS,
                 "min_name_like_share": MIN_NAME_LIKE,
                 "max_table_share": MAX_TABLES,
+                "max_caseless_share": MAX_CASELESS,
             },
             "reason": reason,
         },
