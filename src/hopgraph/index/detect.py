@@ -187,9 +187,8 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
         if stats["caseless_share"] >= MAX_CASELESS:
             failed.append(
                 f"{stats['caseless_share']:.0%} of titles are in a script without case "
-                "(Chinese, Japanese, Arabic...: on single-hop questions over such titles the "
-                "entity graph cost cmrc_zh 0.027 MRR; --index-set entities.title_aliases=true "
-                "--index-set entities.alias_mentions=true for linked pages)"
+                "(Chinese, Japanese, Arabic...): names and words look alike; for linked pages "
+                "set entities.title_aliases=true and entities.alias_mentions=true"
             )
     aliases = not failed
     if aliases:
