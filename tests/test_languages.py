@@ -351,3 +351,34 @@ def test_an_added_page_in_chinese_is_found_in_old_texts_as_a_rebuild_finds_it():
     assert ea.found_dict() == eb.found_dict() and ea.names == eb.names
     assert (ea.mentions != eb.mentions).nnz == 0
     assert "邓马罗" in ea.found_dict()[2]  # the old text of 托拜厄斯 names the added page
+
+
+def test_an_index_from_an_older_analyzer_says_so_and_add_parts_rebuilds_it(tmp_path):
+    """A non-English sparse part records its analyzer's version; one from another version is
+    outdated (its terms are not those its queries get): loading warns, `info` says so, and
+    `hopgraph add-parts IX --parts sparse` rebuilds it. English never is."""
+    from hopgraph.index.sparse import ANALYZER_FILE
+    from hopgraph.text.analyze import ANALYZER_VERSION
+
+    index = Index.build(zh_corpus(), ["sparse"], {"sparse": {"language": "zh"}}, progress=False)
+    index.save(tmp_path / "ix")
+    (made,) = (tmp_path / "ix").rglob(ANALYZER_FILE)
+    assert json.loads(made.read_text()) == {"version": ANALYZER_VERSION}
+    assert Index.load(tmp_path / "ix").part("sparse").outdated == ""
+    made.unlink()  # as an index saved before versions were kept: no file, none listed
+    manifest = tmp_path / "ix" / "manifest.json"
+    listed = json.loads(manifest.read_text())
+    rel = made.relative_to(tmp_path / "ix").as_posix()
+    listed["files"] = {k: v for k, v in listed["files"].items() if k != rel}
+    manifest.write_text(json.dumps(listed))
+    with pytest.warns(UserWarning, match="outdated.*hopgraph add-parts"):
+        old = Index.load(tmp_path / "ix")
+    assert "analyzer version 0" in old.part("sparse").outdated
+    assert "outdated" in old.info()["parts"]["sparse"]
+    r = CliRunner().invoke(cli, ["add-parts", str(tmp_path / "ix"), "--parts", "sparse", "-q"])
+    assert r.exit_code == 0, r.output
+    assert Index.load(tmp_path / "ix").part("sparse").outdated == ""
+    english = Index.build(Corpus([Passage("a", "A", "an English text")]), ["sparse"],
+                          progress=False)  # fmt: skip
+    english.part("sparse").analyzer_version = 0
+    assert english.part("sparse").outdated == ""

@@ -31,6 +31,7 @@ import os
 import shutil
 import time
 import uuid
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -281,6 +282,12 @@ class IndexFolder:
                 raise IndexError_(f"{root}: part {name!r} failed to load ({exc}); rebuild") from exc
             if meta.get("build_seconds") is not None:
                 index.build_seconds[name] = meta["build_seconds"]
+            if index.parts[name].outdated:  # searchable, but not as a fresh build would rank
+                warnings.warn(
+                    f"{root}: the {name!r} part is outdated ({index.parts[name].outdated}); "
+                    f"rebuild it: hopgraph add-parts {root} --parts {name}",
+                    stacklevel=2,
+                )
         index.detected = manifest.get("detected")
         index.profile = manifest.get("profile")
         index.reading = manifest.get("reading")

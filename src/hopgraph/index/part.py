@@ -145,6 +145,11 @@ class IndexPart(ABC):
     def __init__(self, options: Any):
         self.options = options
 
+    @property
+    def outdated(self) -> str:
+        """Why the part no longer matches what reads it (built by an older version), or ""."""
+        return ""
+
     @classmethod
     @abstractmethod
     def build(cls, corpus: Corpus, options: Any, *, progress: bool = True) -> IndexPart:

@@ -7,6 +7,7 @@ feedback (RM3) and for later in-place updates.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -30,9 +31,12 @@ from hopgraph.index.part import (
     save_records,
 )
 from hopgraph.jit import LARGE, compiled, import_bm25s
-from hopgraph.text.analyze import analyzer, check_analyzer
+from hopgraph.text.analyze import ANALYZER_VERSION, analyzer, check_analyzer
 
 bm25s = import_bm25s()  # without numba, which bm25s would import for backends we do not use
+
+
+ANALYZER_FILE = "analyzer.json"
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ class SparsePart(IndexPart):
         super().__init__(options)
         self._bm25 = bm25
         self._counts_terms = terms
+        # the analyzer version its terms came from (an update keeps its base's: old terms stay)
+        self.analyzer_version = ANALYZER_VERSION
         self._bm25_lock = threading.Lock()
         self.doc_terms = doc_terms
         self.tokenizer = analyzer(options.language, options.stemmer, options.stopwords)
@@ -232,6 +238,7 @@ class SparsePart(IndexPart):
         rows: list[int | str] = [*change.keep.tolist(), *(p.content for p in change.added_passages)]
         part = self.reassembled(rows, progress=progress)
         part.payload = {}  # the tokeniser is cheap and deterministic: replay tokenises again
+        part.analyzer_version = self.analyzer_version
         return part
 
     replayable = True
@@ -249,7 +256,21 @@ class SparsePart(IndexPart):
     def combined_payload(cls, steps: Sequence[ReplayStep], n_base_kept: int) -> dict[str, Any]:
         return {}  # the added texts are tokenised again, whatever delta they came in
 
+    @property
+    def outdated(self) -> str:
+        """Why this part's terms are not those its queries get, or "": built by an analyzer of
+        another version (:data:`~hopgraph.text.analyze.ANALYZER_VERSION`) for a language other
+        than English. Rebuilding the part mends it (``Index.add_parts`` rebuilds it)."""
+        langs = set(self.options.language.split(","))
+        if langs <= {"en"} or self.analyzer_version == ANALYZER_VERSION:
+            return ""
+        return (
+            f"its BM25 terms for {self.options.language!r} come from analyzer version "
+            f"{self.analyzer_version}, queries are analysed by version {ANALYZER_VERSION}"
+        )
+
     def save(self, folder: Path) -> None:
+        (folder / ANALYZER_FILE).write_text(json.dumps({"version": self.analyzer_version}))
         self.bm25.save(str(folder / "bm25"), show_progress=False)
         save_array(folder / "doc_terms.indptr.npy", self.doc_terms.indptr)
         save_array(folder / "doc_terms.indices.npy", self.doc_terms.indices)
@@ -269,7 +290,10 @@ class SparsePart(IndexPart):
             ),
             shape=(n_docs, len(bm25.vocab_dict)),
         )
-        return cls(options, bm25, doc_terms)
+        part = cls(options, bm25, doc_terms)
+        made = folder / ANALYZER_FILE  # absent: built before versions were kept
+        part.analyzer_version = json.loads(made.read_text())["version"] if made.exists() else 0
+        return part
 
     def stats(self) -> dict[str, Any]:
         return {

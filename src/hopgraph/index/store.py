@@ -149,6 +149,7 @@ class Index(IndexFolder):
             given = options.get(name) if name in options or have is None else current[name]
             opts = make_options(cls.Options, given, what=f"part {name!r}")
             stale = bool(set(cls.requires_for(opts)) & set(built))
+            stale = stale or bool(have is not None and have.outdated)  # an older version's
             if have is not None and not stale:
                 if name not in options or have.options == opts:
                     continue
@@ -320,6 +321,7 @@ class Index(IndexFolder):
                     "stats": p.stats(),
                     "build_seconds": self.build_seconds.get(n),
                     "update_seconds": self.update_seconds.get(n),  # of the last update
+                    **({"outdated": p.outdated} if p.outdated else {}),
                 }
                 for n, p in self.parts.items()
             },

@@ -8,6 +8,7 @@ holds the searchable stage of a staged build (:func:`hopgraph.index.staged.writi
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,21 +69,26 @@ def add_parts_to_folder(
     log: Callable[[str], None] | None = None,
 ) -> PartsAdded:
     """Build the ``parts`` the index in ``folder`` lacks (with the parts they are built from,
-    if missing too) and save it; parts it has are kept as they are. With ``detect``, the options
-    the corpus decides are detected for the parts built, as :func:`~hopgraph.index.streaming.
-    build_index` does (``options`` win), recorded in the index and described to ``log``."""
+    if missing too) and save it; parts it has are kept as they are, unless outdated
+    (:attr:`~hopgraph.index.part.IndexPart.outdated`: built by an older version), then
+    rebuilt. With ``detect``, the options the corpus decides are detected for the parts built,
+    as :func:`~hopgraph.index.streaming.build_index` does (``options`` win), recorded in the
+    index and described to ``log``."""
     say = log or (lambda _line: None)
     options = options or {}
-    with writing(folder):
+    with writing(folder), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an outdated part's warning: it is rebuilt below
         index = Index.load(folder)
         missing = index.missing(parts)
-        if not missing:
+        # parts it has that an older version built unlike this one reads them: rebuilt
+        outdated = [n for n in parts if n in index.parts and index.parts[n].outdated]
+        if not missing and not outdated:
             return PartsAdded(index)
         if detect:
             options, detected = detected_options(index.corpus, missing, options, have=index.parts)
             if detected:
                 say(describe_detected(detected))
                 index.detected = detected
-        built = index.add_parts(missing, options, progress=progress)
+        built = index.add_parts([*missing, *outdated], options, progress=progress)
         path = index.save(folder)
     return PartsAdded(index, built, path)

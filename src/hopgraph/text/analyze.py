@@ -171,6 +171,13 @@ class MixedAnalyzer:
         return self._each[detect_among(text, self.languages)](text)
 
 
+ANALYZER_VERSION = 1
+"""The version of the analyzers of languages other than English: raised whenever one of them
+changes the terms it gives a text, so that an index built before knows its BM25 terms are not
+those its queries get (:attr:`~hopgraph.index.sparse.SparsePart.outdated`). English's analyzer
+is the old tokenizer, frozen."""
+
+
 def check_analyzer(language: str, stemmer: str, stopwords: str) -> None:
     """Raise :class:`~hopgraph.errors.ConfigError` naming what is wrong with these options."""
     from hopgraph.errors import ConfigError
