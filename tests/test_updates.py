@@ -69,13 +69,28 @@ def _random_updates(corpus: Corpus, start: int, steps: int, seed: int):
         yield add, delete
 
 
+def tie_groups(ids: list[str], scores: list[float], rtol: float = 1e-9) -> list[list[str]]:
+    """The ranking as runs of passages whose scores are equal up to float rounding, each run
+    sorted: an updated index numbers terms in another order, so sums of the same numbers can
+    differ in their last bit (1e-17) and flip a tie (tfidf_graph, seen once in 400 sequences)."""
+    groups: list[list[str]] = []
+    last = None
+    for i, s in zip(ids, scores, strict=True):
+        if last is not None and abs(s - last) <= rtol * max(abs(last), 1e-300):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+        last = s
+    return [sorted(g) for g in groups]
+
+
 def assert_same_rankings(updated: Index, rebuilt: Index, methods, queries, k: int = 10) -> None:
     for name, params in methods:
         a, b = get_retriever(updated, name, **params), get_retriever(rebuilt, name, **params)
         for q in queries:
             ra, rb = a.search(q, k), b.search(q, k)
-            assert ra.ids == rb.ids, (name, q)
             np.testing.assert_allclose(ra.scores, rb.scores, rtol=1e-5, atol=1e-6)
+            assert tie_groups(ra.ids, ra.scores) == tie_groups(rb.ids, rb.scores), (name, q)
 
 
 def _words_by_row(words, n: int) -> list[set[str]]:  # noqa: ANN001
