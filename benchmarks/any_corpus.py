@@ -37,6 +37,7 @@ import os
 import pickle
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from default_ranker import set_corpus
@@ -47,7 +48,7 @@ from hopgraph.eval.bootstrap import paired_bootstrap
 from hopgraph.eval.metrics import ndcg_at_k, recall_at_k
 from hopgraph.ranks import reciprocal_rank_fusion
 from hopgraph.retrieve import get_retriever
-from hopgraph.retrieve.final_fusion import Weights, fusion_kind
+from hopgraph.retrieve.final_fusion import Weights, final_order, fusion_kind
 
 ROOT = Path(__file__).resolve().parents[1]
 # (collection, split, family of the shipped ranker's training data or "" for none)
@@ -121,21 +122,13 @@ def baselines(q: dict) -> dict[str, np.ndarray]:
 
 
 def fused(q: dict, w: Weights) -> np.ndarray:
-    """The default's final order at weights ``w``, as :func:`final_order` makes it (the
-    ranker's candidates, the baselines' lists restricted to them; BM25's weight with the
-    query's margin, :func:`~hopgraph.retrieve.final_fusion.bm25_margin`)."""
-    if not w.any:
-        return q["cand"]
-    bs = q["b_scores"]
-    margin = (bs[0] - bs[1]) / bs[0] if len(bs) > 1 and bs[0] > 0 else 0.0
-    w = Weights(round(w.bm25 + w.margin * float(margin), 4), w.dense)
-    where = set(q["cand"].tolist())
-    lists, ws = [q["cand"]], [1.0]
-    for rows, weight in ((q["b"], w.bm25), (q["d"], w.dense)):
-        if weight > 0:
-            lists.append(np.asarray([r for r in rows.tolist() if r in where], np.int64))
-            ws.append(weight)
-    return reciprocal_rank_fusion(lists, K_RRF, ws)[0]
+    """The default's final order at weights ``w``: :func:`~hopgraph.retrieve.final_fusion.
+    final_order` itself, over the collected candidates and lists (the BM25 scores it reads for
+    the query's margin are those of BM25's list)."""
+    bm25 = dict(zip(q["b"].tolist(), q["b_scores"].tolist(), strict=True))
+    fh = SimpleNamespace(b_list=q["b"], d_list=q["d"], bm25=bm25)
+    found = SimpleNamespace(rows=q["cand"], scores=q["cand_scores"], fh=fh)
+    return q["cand"][final_order(found, w, K_RRF)[0]]
 
 
 def scored(c: dict, rows_of) -> np.ndarray:

@@ -166,14 +166,14 @@ def rows_mentioning(
     """The rows of ``corpus`` (of ``rows`` only, when given) whose text holds one of
     ``phrases`` (normalised title aliases) as consecutive words, in the words
     :func:`alias_spans` compares (capitalisation not checked: a superset of its hits)."""
-    import ahocorasick
-
     if mode == "letters":  # the rows where the name finder finds one (exactly its hits)
         from hopgraph.index.name_finder import NameFinder
 
         finder = NameFinder(phrases)
         wanted = range(len(corpus)) if rows is None else np.asarray(rows).tolist()
         return sorted(r for r in wanted if finder.find(corpus[r].text))
+    import ahocorasick
+
     automaton = ahocorasick.Automaton()
     for phrase in phrases:
         automaton.add_word(f" {phrase} ", phrase)

@@ -90,6 +90,9 @@ def explain_hits(
     return out
 
 
+_LIST = {"bm25": "BM25", "dense": "dense"}  # a fused list, as a hit's summary names it
+
+
 def note_fusion(
     hits: list[dict[str, Any]], found: Scored, picked: np.ndarray, weights: Weights
 ) -> None:
@@ -105,9 +108,9 @@ def note_fusion(
                          "ranker_rank": ranker[pos],
                          **{f"{n}_rank": ranks[n].get(row) for n in used}}  # fmt: skip
         where = ", ".join(
-            f"{'BM25' if n == 'bm25' else n}'s #{ranks[n][row]}" if row in ranks[n]
-            else f"not in {'BM25' if n == 'bm25' else n}'s list" for n in used
-        )  # fmt: skip
+            f"{_LIST[n]}'s #{ranks[n][row]}" if row in ranks[n] else f"not in {_LIST[n]}'s list"
+            for n in used
+        )
         said = f"the ranker's #{ranker[pos]} fused with {where}"
         hit["summary"] = f"{hit['summary']}. {said}" if hit["summary"] else said
 
