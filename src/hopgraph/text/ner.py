@@ -68,13 +68,14 @@ def normalize_entity(mention: str, mode: str) -> str:
 
 
 def fold_accents(text: str) -> str:
-    """``"Gödel"`` → ``"Godel"``: accents removed (NFKD, combining marks dropped)."""
+    """``"Gödel"`` → ``"Godel"``: accents removed (NFKD, combining marks dropped but kana's
+    voicing marks: "データ" is not "テータ")."""
     if text.isascii():
         return text
     if len(text) > 256:
         return fold_accents_many([text])[0]
     folded = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in folded if not unicodedata.combining(c))
+    return "".join(c for c in folded if not unicodedata.combining(c) or c in _KANA_VOICING)
 
 
 def fold_accents_many(texts: list[str], chunk: int = 4096) -> list[str]:
@@ -108,15 +109,17 @@ def folded_codes(texts: list[str], marks: np.ndarray | None = None) -> np.ndarra
 
 @functools.cache
 def _combining_marks() -> np.ndarray:
-    """Whether each code point is a combining mark (computed once, ~0.3 s)."""
+    """Whether each code point is a combining mark that folding drops (computed once, ~0.3 s)."""
     marks = np.zeros(sys.maxunicode + 1, bool)
     for c in range(_LAST_MARK_PLANE_END):  # no plane past the second holds a combining mark
         if unicodedata.combining(chr(c)):
             marks[c] = True
+    marks[[ord(c) for c in _KANA_VOICING]] = False
     return marks
 
 
 _LAST_MARK_PLANE_END = 0x30000
+_KANA_VOICING = "\u3099\u309a"  # dakuten and handakuten: they tell デ from テ, パ from ハ
 
 
 def strip_disambiguator(title: str) -> str:
