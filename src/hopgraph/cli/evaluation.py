@@ -94,6 +94,7 @@ def eval_cmd(
         click.echo(f"skipped {n} questions ({reason}{hint})", err=True)
     # the default method's parts get the options detected from the corpus (index options
     # given by a preset or --index-set win); other methods keep their parts' plain defaults
+    # but for the corpus's language
     from hopgraph.defaults import DEFAULT_METHOD, describe_detected, detected_options
 
     options = split_part_options(parse_assignments(index_sets))
@@ -102,6 +103,10 @@ def eval_cmd(
         options, detected = detected_options(ds.corpus, required_parts(specs), options)
         if detected:
             click.echo(describe_detected(detected), err=True)
+    else:  # the language is the corpus's whatever the method
+        from hopgraph.index.default_build import language_options
+
+        options = language_options(ds.corpus, required_parts(specs), options)
     if pool_by:
         from hopgraph.eval import merge_results
         from hopgraph.eval.pools import pool_indexes

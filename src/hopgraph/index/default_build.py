@@ -58,6 +58,30 @@ def detected_options(
     return merged, detected
 
 
+def language_options(
+    corpus: Corpus, parts: Iterable[str], options: PartOptions | None = None
+) -> PartOptions:
+    """``options`` with the corpus's language for the parts that read it, where the caller
+    gives none: ``sparse.language`` (its analyzer) and, for a corpus not in English,
+    ``entities.normalize=letters`` (the ``simple`` normalisation keeps ASCII only). For builds
+    that take no other detected option (``hopgraph eval`` of methods other than the default,
+    which keep their papers' settings): the language is the corpus's, not a method's, and a
+    Chinese corpus analysed as English ranked xquad_zh at R@10 0.20 against 0.99."""
+    given: PartOptions = {p: dict(o) for p, o in (options or {}).items()}
+    built = dependency_order(list(parts), given)
+    if "sparse" not in built or "language" in given.get("sparse", {}):
+        return given
+    from hopgraph.text.language import detect_language
+
+    language = detect_language(list(corpus))["language"]
+    if language == "en":  # English's options stay as they were (and so its cached indexes)
+        return given
+    given.setdefault("sparse", {})["language"] = language
+    if "entities" in built:
+        given.setdefault("entities", {}).setdefault("normalize", "letters")
+    return given
+
+
 def default_build(
     corpus: Corpus, options: PartOptions | None = None
 ) -> tuple[list[str], PartOptions, dict[str, Any] | None]:
