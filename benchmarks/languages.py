@@ -4,7 +4,7 @@ included (xquad_en).
 
     PYTHONPATH=src .venv/bin/python benchmarks/languages.py --data-dir ../shared/data \
         [--sets xquad_zh,cmrc_zh] [--limit N] [--methods bm25,default] \
-        [--out benchmarks/results/languages.json]
+        [--out benchmarks/results/languages.json] [--compare-ner regex]
 
 The by-hand BM25 is the reference the issue names, written here on purpose apart from hopgraph's
 own analyzers: bm25s (method lucene, k1 1.5, b 0.75) over ``bm25s.tokenize`` of the lowercased
@@ -15,6 +15,9 @@ paired bootstrap 95% CI of each method's difference from the by-hand BM25 (1,000
 seed 0), and what the default trusted on the corpus (its ``info``: the language, and whether
 passage vectors were used). Each index is built as ``hopgraph eval`` builds it (detected
 options, cached under $HOPGRAPH_CACHE). About 25 minutes for every set on 2 cores.
+``--compare-ner regex`` runs the default again with ``entities.ner=regex`` instead of the
+detected NER and adds the paired difference (the rows "... − ner=regex": Δ is detected minus
+regex), which chose ``entities.ner=terms`` for texts without case (docs/notes/languages.md).
 """
 
 from __future__ import annotations
@@ -85,7 +88,9 @@ def by_hand(ds, lang: str) -> list[dict[str, float]]:
     return out
 
 
-def run_set(name: str, data_dir: Path, methods: list[str], limit: int | None) -> dict:
+def run_set(
+    name: str, data_dir: Path, methods: list[str], limit: int | None, ner: str | None = None
+) -> dict:
     path = data_dir / name
     ds = load_dataset(path)
     if limit:
@@ -104,6 +109,19 @@ def run_set(name: str, data_dir: Path, methods: list[str], limit: int | None) ->
     for spec, res in zip(specs, results, strict=True):
         per = [{"recall@10": r["recall@10"], "mrr": r["mrr"]} for r in res.per_query]
         rows[spec.label] = summary(per, ref, res.latency.get("p50"))
+    if ner is not None and any(
+        s.method == DEFAULT_METHOD for s in specs
+    ):  # the default again, its entities' NER set instead of detected
+        swapped = {**options, "entities": {**options.get("entities", {}), "ner": ner}}
+        index2 = open_cached_index(ds, path, required_parts(specs), swapped, None, False, detected)
+        (res2,) = evaluate(index2, ds, [MethodSpec(DEFAULT_METHOD)], depth=DEPTH, progress=False)
+        per2 = [{"recall@10": r["recall@10"], "mrr": r["mrr"]} for r in res2.per_query]
+        rows[f"default, ner={ner}"] = summary(per2, ref, res2.latency.get("p50"))
+        i = next(i for i, s in enumerate(specs) if s.method == DEFAULT_METHOD)
+        per = [{"recall@10": r["recall@10"], "mrr": r["mrr"]} for r in results[i].per_query]
+        rows[f"{specs[i].label} − ner={ner}"] = summary(
+            per, per2, None
+        )  # Δ: paired, detected − ner
     info = {}
     if any(s.method == DEFAULT_METHOD for s in specs):
         from hopgraph.retrieve import get_retriever
@@ -160,10 +178,17 @@ def main() -> None:
     ap.add_argument("--methods", default="bm25,default")
     ap.add_argument("--limit", type=int, default=None, help="first N questions of each set")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument(
+        "--compare-ner",
+        default=None,
+        help="also run the default with this entities.ner (regex, terms...) and give the paired "
+        "difference of the detected one against it",
+    )
     args = ap.parse_args()
     results = []
     for name in args.sets.split(","):
-        results.append(run_set(name, args.data_dir, args.methods.split(","), args.limit))
+        methods = args.methods.split(",")
+        results.append(run_set(name, args.data_dir, methods, args.limit, args.compare_ner))
         print(table(results[-1:]), flush=True)
     print(table(results))
     if args.out:

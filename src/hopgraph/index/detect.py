@@ -58,6 +58,18 @@ many Chinese Wikipedia articles) lost 0.027 MRR against BM25 (docs/notes/languag
 machinery works when asked (``entities.title_aliases=true``): names found without capitals,
 two hops over linked pages in Chinese, Japanese and Arabic (tests/test_languages.py)."""
 
+MIN_CASED_TEXT = 0.5
+"""Below this share of letters with case in the texts (Chinese, Japanese, Arabic, Hindi, Thai),
+a corpus whose titles are not names takes its entity mentions from terms its n-gram statistics
+single out (``entities.ner=terms``, :mod:`hopgraph.index.terms`): the regex NER finds nothing
+there. A cased corpus keeps the regex's capitalised words, German's every noun included: with
+terms the default ranked below them on each of xquad_de, piaf_fr and squad_es (MRR −0.004
+[−0.006, −0.002], −0.003 [−0.005, −0.001], R@10 −0.008 [−0.016, −0.001]), so the choice holds
+with any one left out. On the five sets without case, terms and the regex rank alike (every
+paired interval holds 0), and only terms give such a corpus an entity graph
+(docs/notes/languages.md)."""
+CASED_SAMPLE = 200  # passages read for cased_share, 1,000 characters each
+
 DETECTED_PARTS: tuple[str, ...] = ("entities", "sparse")
 """The parts whose options :func:`detect_settings` sets."""
 
@@ -105,6 +117,17 @@ def looks_like_name(title: str) -> bool:
 def is_caseless(title: str) -> bool:
     """Whether ``title`` has letters and none of them has case (Chinese, Arabic, Hindi...)."""
     return bool(LETTER.search(title)) and not CASED.search(title)
+
+
+def cased_share(passages: Sequence[Any]) -> float:
+    """The share of letters with case in the texts of an even sample of ``passages``."""
+    step = max(1, len(passages) // CASED_SAMPLE)
+    letters = cased = 0
+    for i in range(0, min(len(passages), step * CASED_SAMPLE), step):
+        text = passages[i].text[:1000]
+        letters += len(LETTER.findall(text))
+        cased += len(CASED.findall(text))
+    return round(cased / letters, 4) if letters else 1.0
 
 
 def document_titles(passages: Iterable[Any]) -> tuple[list[str], int, int]:
@@ -201,13 +224,19 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
         reason = (
             "titles do not look like entity names (" + "; ".join(failed) + "): title aliases off"
         )
-    lang = detect_language(corpus if isinstance(corpus, Sequence) else list(corpus))
+    passages = corpus if isinstance(corpus, Sequence) else list(corpus)
+    lang = detect_language(passages)
     entities: dict[str, Any] = {"title_aliases": aliases, "alias_mentions": aliases}
     if lang["language"] != "en":  # names in any script, found without capitals
         entities["normalize"] = "letters"
-        if aliases:  # the mentions: title aliases in the texts, not capitalised words
+        stats["cased_text_share"] = cased_share(passages)
+        if aliases:  # the mentions: the title aliases in the texts, not capitalised words
             entities["ner"] = "none"
-        reason += "; names in any script, found without capital letters"
+        elif stats["cased_text_share"] < MIN_CASED_TEXT:  # no capitals to read: mined terms
+            entities["ner"] = "terms"
+        reason += "; names in any script, found without capital letters" + (
+            "" if aliases or entities.get("ner") != "terms" else " (terms mined from the corpus)"
+        )
     return {
         "entities": entities,
         "sparse": {"language": lang["language"]},
@@ -221,6 +250,7 @@ def detect_settings(corpus: Corpus | Iterable[Any]) -> dict[str, Any]:
                 "min_name_like_share": MIN_NAME_LIKE,
                 "max_table_share": MAX_TABLES,
                 "max_caseless_share": MAX_CASELESS,
+                "min_cased_text_share": MIN_CASED_TEXT,
             },
             "reason": reason,
         },

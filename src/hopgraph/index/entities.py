@@ -51,6 +51,7 @@ from hopgraph.index.part import (
     save_records,
     stack_records,
 )
+from hopgraph.index.terms import TermNER, mine_terms
 from hopgraph.index.word_postings import WordPostings, word_records
 from hopgraph.text.ner import (
     EntityExtractor,
@@ -78,8 +79,9 @@ __all__ = [  # the alias functions stay importable from here, where they were de
 class EntityOptions:
     ner: str = option(
         "regex",
-        "NER backend: SPRIG's regex, spaCy, or none (mentions: the title aliases in the texts)",
-        ("regex", "spacy", "none"),
+        "NER backend: SPRIG's regex, spaCy, none (mentions: the title aliases in the texts), or "
+        "terms (mined from the corpus by n-gram statistics: scripts without case, German)",
+        ("regex", "spacy", "none", "terms"),
     )
     spacy_model: str = option("en_core_web_sm", "spaCy pipeline (ner=spacy)")
     n_process: int = option(2, "spaCy worker processes while indexing")
@@ -127,6 +129,8 @@ class EntityPart(EntityQueries, IndexPart):
         self.aliases = aliases or {}
         self.df = np.bincount(mentions.indices, minlength=len(names))
         self._extractor: EntityExtractor | None = None
+        # ner=terms: the terms mined from the corpus at build; updates find the same ones
+        self.terms: list[str] | None = None
         self._graphs: dict[tuple, BipartiteGraph] = {}
         # per-passage normalised mentions before aliasing and filtering (for live updates)
         self.raw: sp.csr_matrix | None = None
@@ -159,18 +163,20 @@ class EntityPart(EntityQueries, IndexPart):
     @property
     def extractor(self) -> EntityExtractor:
         if self._extractor is None:
-            o = self.options
-            self._extractor = make_extractor(o.ner, spacy_model=o.spacy_model, n_process=1)
+            self._extractor = _extractor(self.options, self.terms, n_process=1)
         return self._extractor
 
     # -- building -------------------------------------------------------------------------
     @classmethod
     def build(cls, corpus: Corpus, options: EntityOptions, *, progress: bool = True) -> EntityPart:
         o = options
-        extractor = make_extractor(o.ner, spacy_model=o.spacy_model, n_process=o.n_process)
-        raw = extractor.extract([p.content for p in corpus], progress=progress)
+        texts = [p.content for p in corpus]
+        terms = mine_terms(texts) if o.ner == "terms" else None
+        extractor = _extractor(o, terms, n_process=o.n_process)
+        raw = extractor.extract(texts, progress=progress)
         counts, keys = raw_mentions(raw, o.normalize)
         part = cls.assemble(corpus, o, counts, keys)
+        part.terms = terms
         if uses_word_postings(o):
             part.words = WordPostings.of_texts([p.text for p in corpus])
         return part
@@ -179,11 +185,14 @@ class EntityPart(EntityQueries, IndexPart):
 
     @classmethod
     def segment_context(cls, corpus: Corpus, options: EntityOptions) -> Any:
-        """The title aliases (from every title), which each batch looks for in its texts."""
+        """What each batch needs of the whole corpus: the title aliases (from every title),
+        which it looks for in its texts, and with ``ner=terms`` the corpus's terms."""
         o = options
-        if o.title_aliases and o.alias_mentions:
-            return title_alias_map(corpus, o.normalize)
-        return None
+        scans = o.title_aliases and o.alias_mentions
+        return {
+            "aliases": title_alias_map(corpus, o.normalize) if scans else None,
+            "terms": mine_terms([p.content for p in corpus]) if o.ner == "terms" else None,
+        }
 
     @classmethod
     def write_segment(
@@ -198,12 +207,16 @@ class EntityPart(EntityQueries, IndexPart):
         """The NER mentions of ``passages``, normalised (before aliasing and filtering), and
         the title aliases found in their texts (``context``: the aliases of the whole corpus)."""
         o = options
-        extractor = make_extractor(o.ner, spacy_model=o.spacy_model, n_process=o.n_process)
+        context = context or {}
+        terms = context.get("terms")
+        extractor = _extractor(o, terms, n_process=o.n_process)
         raw = extractor.extract([p.content for p in passages])
         counts, keys = raw_mentions(raw, o.normalize)
         save_records(folder, "raw", counts, keys)
-        if context is not None:
-            save_records(folder, "found", *alias_records(passages, context, o.normalize))
+        if terms is not None:
+            (folder / "terms.json").write_text(json.dumps(terms, ensure_ascii=False))
+        if context.get("aliases") is not None:
+            save_records(folder, "found", *alias_records(passages, context["aliases"], o.normalize))
         if uses_word_postings(o):
             save_records(folder, "words", *word_records([p.text for p in passages]))
 
@@ -223,6 +236,8 @@ class EntityPart(EntityQueries, IndexPart):
         if options.title_aliases and options.alias_mentions:  # the segments hold alias hits
             found = merge_records(load_records(f, "found") for f in folders)
         part = cls.assemble(corpus, options, raw, keys, found=found)
+        if options.ner == "terms" and folders:  # every batch holds the same terms
+            part.terms = json.loads((folders[0] / "terms.json").read_text())
         # segments written by a version without the postings (a resumed build) leave none
         if uses_word_postings(options) and all((f / "words.keys.json").exists() for f in folders):
             part.words = WordPostings.from_records(
@@ -353,6 +368,7 @@ class EntityPart(EntityQueries, IndexPart):
             change.new, o, raw, keys, found=found, aliases=aliases, titles=titles
         )
         part._extractor = self._extractor  # loaded once (a spaCy pipeline takes seconds)
+        part.terms = self.terms  # the build's terms: an update finds them in the added texts
         if self.words is not None:  # the base's postings, the rows mapped, the added rows' words
             added = [p.text for p in change.added_passages]
             part.words = self.words.updated(change.old_to_new(), added, len(change.keep))
@@ -398,6 +414,8 @@ class EntityPart(EntityQueries, IndexPart):
             save_records(folder, "found", self.found, self.found_keys)
         if self.words is not None:
             self.words.save(folder)
+        if self.terms is not None:
+            (folder / "terms.json").write_text(json.dumps(self.terms, ensure_ascii=False))
         if self._titles is not None:
             (folder / "titles.json").write_text(json.dumps(self._titles, ensure_ascii=False))
         elif self._titles_file is not None:  # never read in this process: copied as it is
@@ -426,6 +444,8 @@ class EntityPart(EntityQueries, IndexPart):
             part.found, part.found_keys = load_records(folder, "found")
         if uses_word_postings(options):
             part.words = WordPostings.load(folder, mentions.shape[0], mmap=mmap)
+        if (folder / "terms.json").exists():
+            part.terms = json.loads((folder / "terms.json").read_text())
         if (folder / "titles.json").exists():  # opened now, read when an update needs it
             part._titles_file = open(folder / "titles.json", "rb")  # noqa: SIM115
             weakref.finalize(part, part._titles_file.close)
@@ -437,7 +457,20 @@ class EntityPart(EntityQueries, IndexPart):
             "mentions": int(self.mentions.nnz),
             "aliases": len(self.aliases),
             "df_p95": float(np.percentile(self.df, 95)) if len(self.df) else 0.0,
+            **({"terms": len(self.terms)} if self.terms is not None else {}),
         }
+
+
+def _extractor(o: EntityOptions, terms: list[str] | None, *, n_process: int) -> EntityExtractor:
+    """The part's NER: ``ner=terms`` finds ``terms`` (mined from the corpus at build)."""
+    if o.ner == "terms":
+        if terms is None:
+            raise NotUpdatableError(
+                "this entities part (ner=terms) lacks its mined terms; rebuild it: "
+                "hopgraph add-parts IX --parts entities"
+            )
+        return TermNER(terms)
+    return make_extractor(o.ner, spacy_model=o.spacy_model, n_process=n_process)
 
 
 def uses_word_postings(options: EntityOptions) -> bool:
