@@ -7,12 +7,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.hopgraph-installed
 DATA ?= $(abspath ../shared/data)
 
-.PHONY: install demo test lint bench clean package chromium reranker student hop-encoder
+.PHONY: install demo test lint bench clean package chromium reranker student hop-encoder encoder
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dense,ner,serve,ray,docs,integrations,mcp,train,dev]'
+	$(PY) -m pip install --quiet -e '.[dense,large,ner,serve,ray,docs,integrations,mcp,train,dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -44,21 +44,38 @@ chromium: $(CHROMIUM) $(CJK_FONT)
 test: $(STAMP) lint chromium
 	HOPGRAPH_CACHE=$${HOPGRAPH_CACHE:-$(CURDIR)/.hopgraph-cache} $(PY) -m pytest -q
 
-# The wheel as a user gets it: built, installed in a fresh venv (torch first), `hopgraph demo`
-# run from outside the source tree. CI runs it after the suite.
+# The wheel as a user gets it: built, installed in a fresh venv WITHOUT PyTorch (`pip install
+# hopgraph[serve,docs]`), and run from outside the source tree: `hopgraph demo`, `hopgraph index`
+# and `search` over a folder of documents, `hopgraph serve` answering a search. CI runs it after
+# the suite. The models that need PyTorch (passage student, hop encoder) are checked in the wheel.
 PKG_VENV ?= $(CURDIR)/build/pkg-venv
+PKG_DOCS := $(CURDIR)/tests/data/package_docs
 package: $(STAMP)
 	rm -rf dist $(PKG_VENV)
 	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
+	$(PY) -c "import sys, zipfile; names = zipfile.ZipFile(sys.argv[1]).namelist(); \
+	    need = ['models/minilm-onnx/model.onnx', 'models/reranker/model.onnx', \
+	    'models/passage-student/layers.safetensors', 'models/hop-encoder/layers.safetensors']; \
+	    missing = [n for n in need if not any(x.endswith(n) for x in names)]; \
+	    sys.exit(f'the wheel lacks {missing}' if missing else 0)" dist/hopgraph-*.whl
 	$(PYTHON) -m venv $(PKG_VENV)
-	$(PKG_VENV)/bin/pip install --quiet torch==2.13.0
-	$(PKG_VENV)/bin/pip install --quiet "$$(ls dist/hopgraph-*.whl)[dense,ner,serve]"
+	$(PKG_VENV)/bin/pip install --quiet "$$(ls dist/hopgraph-*.whl)[serve,docs]"
+	$(PKG_VENV)/bin/python -c "import importlib.util as u, sys; \
+	    sys.exit('torch was installed' if u.find_spec('torch') else 0)"
+	du -sh $(PKG_VENV)
 	cd $(PKG_VENV) && ./bin/hopgraph demo --workdir $(PKG_VENV)/demo
-	cd $(PKG_VENV) && ./bin/python -c "from hopgraph.models.student import BUNDLED_STUDENT, \
-	    student_meta; student_meta(BUNDLED_STUDENT)"
-	cd $(PKG_VENV) && ./bin/python -c "from hopgraph.models.hop_encoder import load_hop_encoder; \
-	    load_hop_encoder()"
-	@echo "package: the wheel installs, runs hopgraph demo, carries the student and hop encoder"
+	cd $(PKG_VENV) && ./bin/hopgraph index $(PKG_DOCS) -o $(PKG_VENV)/docs-index -q
+	cd $(PKG_VENV) && ./bin/hopgraph search $(PKG_VENV)/docs-index -k 3 \
+	    "Who founded the shipyard that built SS Orrendale?" | tee $(PKG_VENV)/search.txt
+	grep -q "Tobias Grennick" $(PKG_VENV)/search.txt
+	cd $(PKG_VENV) && ./bin/python $(CURDIR)/.ci/serve_check.py ./bin/hopgraph $(PKG_VENV)/docs-index
+	@echo "package: the wheel installs without torch and runs demo, index, search and serve"
+
+# Rebuild the bundled MiniLM's ONNX export shipped in the wheel (src/hopgraph/models/minilm-onnx,
+# hopgraph.models.packaged_encoder): exported with PyTorch, weights stored in float16. Seconds;
+# the same bytes on every run with the same library versions.
+encoder: $(STAMP)
+	PYTHONPATH=src $(PY) -m hopgraph.models.packaged_encoder
 
 # Rebuild the packaged reranker (src/hopgraph/models/reranker): train a 4-layer MiniLM
 # cross-encoder on the training splits plus synthetic questions from their corpora, then

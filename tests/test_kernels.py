@@ -80,3 +80,17 @@ def test_l1_at_is_mix_seeds_l1_to_the_last_bit(n):
         want = mix_seeds(dense, np.zeros(n), "l1")
         np.testing.assert_array_equal(l1_at(rows, vals, n), want[rows])
     assert l1_at(np.zeros(0, np.int64), np.zeros(0), n).size == 0
+
+
+def test_without_numba_large_arrays_take_numpys_paths(monkeypatch):
+    """numba is the `large` extra: without it, arrays past LARGE take the numpy paths (the
+    same rows) instead of the plain-Python loops of the kernels."""
+    rng = np.random.default_rng(3)
+    scores = rng.integers(-3, 40, 5000).astype(np.float32)
+    monkeypatch.setattr(ranks, "LARGE", 1)
+    want = top_k(scores, 25)
+    calls = []
+    monkeypatch.setattr(ranks, "_best", lambda *a: calls.append(a))  # a kernel call would fail
+    monkeypatch.setattr(ranks, "has_numba", lambda: False)
+    np.testing.assert_array_equal(top_k(scores, 25), want)
+    assert not calls

@@ -21,6 +21,14 @@ GRAPH_METHODS = ["graph", "graph_hybrid", "graph_dense", "graph_rrf", "grapher_g
 GRIEVER = MethodSpec("griever", {"step_k": 10}, label="griever")
 # beside the default method's parts: those of GraphER (links) and GRIEVER (triples, ...)
 OTHER_PARTS = ["sparse", "dense", "entities", "links", "triples", "partial_triples", "same_as"]
+SPACY_PARTS = ("triples", "partial_triples", "same_as")  # GRIEVER's: spaCy's dependency parse
+
+
+def spacy_installed() -> bool:
+    """Whether spaCy is installed (``hopgraph[ner]``; found without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("spacy") is not None
 
 
 def run_demo(
@@ -31,9 +39,13 @@ def run_demo(
     evaluate every method family, the default included."""
     ds = load_dataset(demo_dataset_path())
     echo(f"Demo corpus: {len(ds.corpus)} passages, {len(ds.questions)} two-hop questions\n")
+    spacy = spacy_installed()
+    if not spacy:
+        echo("GRIEVER is left out: its triples need spaCy (pip install 'hopgraph[ner]').\n")
     with tempfile.TemporaryDirectory(prefix="hopgraph-demo-") as tmp:
         folder = (workdir or Path(tmp)) / "demo-index"
-        parts = list(dict.fromkeys([*DEFAULT_PARTS, *OTHER_PARTS]))
+        parts = [p for p in dict.fromkeys([*DEFAULT_PARTS, *OTHER_PARTS])
+                 if spacy or p not in SPACY_PARTS]  # fmt: skip
         options, detected = detected_options(ds.corpus, parts)  # title aliases (SPRIG-EL)
         built = Index.build(ds.corpus, parts, options, progress=False)
         built.detected = detected
@@ -55,9 +67,12 @@ def run_demo(
             echo("")
         echo(f"Evaluation on all {len(ds.questions)} questions (graph_* = SPRIG, PPR over the")
         echo("entity-passage graph; grapher_* = GraphER, hybrid's top 200 reranked over links and")
-        echo("title mentions; griever = GRIEVER, two hops over spaCy triples;")
+        echo(
+            "title mentions"
+            + ("; griever = GRIEVER, two hops over spaCy triples;" if spacy else ";")
+        )
         echo(f"{DEFAULT_METHOD} = the default method; compared with bm25 by paired bootstrap):\n")
-        methods = [*BASE_METHODS, *GRAPH_METHODS, GRIEVER, DEFAULT_METHOD]
+        methods = [*BASE_METHODS, *GRAPH_METHODS, *([GRIEVER] if spacy else []), DEFAULT_METHOD]
         results = evaluate(index, ds, methods, progress=False)
         echo(markdown_table(results))
         echo("\n(* = gold passage.)")

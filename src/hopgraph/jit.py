@@ -1,6 +1,9 @@
 """numba's compiler for the few loops that numpy cannot vectorise well (PPR pushes, BM25
 accumulation, top-k selection over a million rows), with the plain Python function as the
-fallback: numba is a dependency, the fallback is a safety net that gives the same numbers.
+fallback, which gives the same numbers. numba is the ``large`` extra (llvmlite and numba are 210
+MB of a 780 MB install, issue 62): without it, the searches that would call a kernel take their
+numpy paths instead (a few milliseconds slower from :data:`LARGE` rows on, the same results), and
+only a kernel asked for by name (``ppr=local`` or ``push``) runs the Python loop.
 
 Compiled functions are cached on disk (``cache=True``), so a process pays the compile once per
 machine, and release the GIL (``nogil=True``). numba itself is imported, and a function compiled
@@ -33,7 +36,7 @@ def has_numba() -> bool:
 def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` compiled by numba where it is installed, else ``fn`` itself; the compile (or the
     load from numba's cache) happens on the first call."""
-    if not has_numba():  # pragma: no cover - numba is a dependency
+    if not has_numba():  # the plain function (hopgraph without its ``large`` extra)
         return fn
     kernel: list[Callable[..., Any]] = []
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hopgraph.jit import LARGE, compiled
+from hopgraph.jit import LARGE, compiled, has_numba
 
 RowsScores = tuple[np.ndarray, np.ndarray]
 
@@ -20,7 +20,7 @@ RowsScores = tuple[np.ndarray, np.ndarray]
 def top_k(scores: np.ndarray, k: int, *, positive_only: bool = False) -> np.ndarray:
     """Rows of the ``k`` highest scores, best first; ties broken by row (deterministic)."""
     n = scores.shape[0]
-    if n >= LARGE and 0 < k < n and scores.dtype.kind == "f":  # one pass, no partition of n
+    if n >= LARGE and 0 < k < n and scores.dtype.kind == "f" and has_numba():  # one pass
         rows = _best(np.ascontiguousarray(scores), k, positive_only)
         return rows[np.lexsort((rows, -scores[rows]))]
     if positive_only:

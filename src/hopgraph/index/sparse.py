@@ -30,7 +30,7 @@ from hopgraph.index.part import (
     merge_records,
     save_records,
 )
-from hopgraph.jit import LARGE, compiled, import_bm25s
+from hopgraph.jit import LARGE, compiled, has_numba, import_bm25s
 from hopgraph.text.analyze import ANALYZER_VERSION, analyzer, check_analyzer
 
 bm25s = import_bm25s()  # without numba, which bm25s would import for backends we do not use
@@ -318,7 +318,7 @@ class SparsePart(IndexPart):
         bm25 = self.bm25
         s = bm25.scores
         plain = bm25.nonoccurrence_array is None and s["data"].dtype == np.float32
-        if self.n_docs >= LARGE and plain:
+        if self.n_docs >= LARGE and plain and has_numba():
             # bm25s's own sum (np.add.at, term by term in float32) compiled: the same numbers
             ids_a = np.asarray(ids, dtype=np.int64)
             return _postings_sum(s["data"], s["indices"], s["indptr"], ids_a, self.n_docs)

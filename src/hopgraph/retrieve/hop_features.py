@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from hopgraph.graph.cohesion import graph_cohesive_smoothing, shared_entity_adjacency
 from hopgraph.graph.ppr import ppr_local, ppr_power
 from hopgraph.index import Index
+from hopgraph.jit import has_numba
 from hopgraph.ranks import top_rows
 from hopgraph.retrieve.operators import reciprocal_rank_fusion
 from hopgraph.retrieve.ranking import top_k
@@ -246,7 +247,9 @@ def first_hops(
     deep = min(n, max(100, s.depth))
     boost = s.own_page_boost if ents.owns is not None else 1.0
     g = ents.graph(s.hub_penalty, 0.0, 0, boost)
-    local = s.ppr == "local" or (s.ppr == "auto" and n >= s.ppr_local_min_passages)
+    local = s.ppr == "local" or (
+        s.ppr == "auto" and n >= s.ppr_local_min_passages and has_numba()
+    )  # without numba (hopgraph[large]) the local push would run in Python: power iteration
     firsts, seeds = [], []
     for query, qvec in zip(queries, qvecs, strict=True):
         qvec = None if dense is None else qvec

@@ -92,7 +92,9 @@ class MultihopParams:
         1e-7, "local PPR: a node spreads its mass while above eps x degree", bounds=NON_NEGATIVE
     )
     ppr_local_min_passages: int = option(
-        100_000, "ppr=auto solves locally from this many", bounds=POSITIVE
+        100_000,
+        "ppr=auto solves locally from this many (with numba, hopgraph[large])",
+        bounds=POSITIVE,
     )
     hub_penalty: float = option(0.5, "passage→entity edges scaled by df^-p")
     entity_q: float = option(0.5, "query-entity seeds weighted df^-q")
