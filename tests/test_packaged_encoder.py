@@ -130,3 +130,14 @@ def test_int8_of_the_shipped_export_quantises_its_products(monkeypatch, tmp_path
     int8 = Embedder(backend="onnx", precision="int8").encode(TEXTS)
     cos = np.sum(fp32 * int8, axis=1)
     assert 0.98 < cos.min() and not np.allclose(fp32, int8, atol=1e-4)
+
+
+def test_a_pytorch_encoder_without_pytorch_names_the_extra(monkeypatch):
+    import sys
+
+    from hopgraph.errors import ConfigError
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    with pytest.raises(ConfigError, match=r"pip install 'hopgraph\[dense\]'"):
+        Embedder(backend="torch")
+    Embedder(backend="onnx")  # the default needs neither

@@ -170,8 +170,10 @@ class Embedder:
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise ConfigError(
-                "dense retrieval needs sentence-transformers: install torch==2.13.0 first, "
-                "then pip install 'hopgraph[dense]'"
+                "the PyTorch encoders (dense.backend=torch, the passage student, torch-bf16 "
+                "passages, the hop encoder) need PyTorch and sentence-transformers, which are "
+                "not installed: install torch==2.13.0 first, then pip install 'hopgraph[dense]' "
+                "(the default runs without them, in ONNX Runtime)"
             ) from None
         try:
             self._model = SentenceTransformer(self.path, device=device)
