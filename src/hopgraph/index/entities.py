@@ -80,7 +80,7 @@ class EntityOptions:
     ner: str = option(
         "regex",
         "NER backend: SPRIG's regex, spaCy, none (mentions: the title aliases in the texts), or "
-        "terms (mined from the corpus by n-gram statistics: scripts without case, German)",
+        "terms (mined from the corpus by n-gram statistics, for scripts without case)",
         ("regex", "spacy", "none", "terms"),
     )
     spacy_model: str = option("en_core_web_sm", "spaCy pipeline (ner=spacy)")
@@ -466,8 +466,7 @@ def _extractor(o: EntityOptions, terms: list[str] | None, *, n_process: int) -> 
     if o.ner == "terms":
         if terms is None:
             raise NotUpdatableError(
-                "this entities part (ner=terms) lacks its mined terms; rebuild it: "
-                "hopgraph add-parts IX --parts entities"
+                "this entities part (ner=terms) lacks its mined terms; rebuild the index"
             )
         return TermNER(terms)
     return make_extractor(o.ner, spacy_model=o.spacy_model, n_process=n_process)
