@@ -183,7 +183,7 @@ def is_export(folder: Path) -> bool:
 def quantized_dir(export: Path) -> Path:
     """Where the int8 copy of the export folder ``export`` is cached: a sibling folder, or for
     the export shipped with hopgraph (read-only where it is installed) a folder of the cache
-    named after its model file's hash."""
+    named after its model file's key (:func:`~hopgraph.models.resolve.fingerprint`)."""
     from hopgraph.models.resolve import PACKAGED_ENCODER, fingerprint
 
     if Path(export).resolve() == PACKAGED_ENCODER.resolve():

@@ -18,9 +18,9 @@ _BUNDLED_ALIASES = {
 
 
 PACKAGED_ENCODER = Path(__file__).parent / "minilm-onnx"
-PACKAGED_FORMAT = 1  # bump when hopgraph.models.packaged_encoder.build changes what it writes
 """The bundled MiniLM's ONNX export shipped with hopgraph (:mod:`hopgraph.models.packaged_encoder`
 makes it)."""
+PACKAGED_FORMAT = 1  # bump when hopgraph.models.packaged_encoder.build changes what it writes
 
 
 def packaged_export(name: str) -> Path | None:
