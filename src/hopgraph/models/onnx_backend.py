@@ -132,13 +132,7 @@ def ensure_exported(path: str, *, name: str | None = None, root: Path | None = N
         ) from None
     try:
         _export(path, tmp, name=name or path)
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache may be shared
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            # Another process finished the same export first: keep its folder.
-            if not (final / "meta.json").is_file():
-                raise
+        publish(tmp, final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final
@@ -167,6 +161,18 @@ def _export_in_child(path: str, name: str | None, root: Path | None, final: Path
             f"exporting {path!r} to ONNX failed in a child process: " + " | ".join(tail)
         )
     return final
+
+
+def publish(tmp: Path, final: Path) -> None:
+    """Move the cache folder written in ``tmp`` into place as ``final``, readable by all
+    (mkdtemp makes it private; the cache may be shared). Where another process finished the
+    same folder first, its folder is kept."""
+    os.chmod(tmp, 0o755)
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        if not (final / "meta.json").is_file():
+            raise
 
 
 def is_export(folder: Path) -> bool:
@@ -256,12 +262,7 @@ def ensure_quantized(export: Path) -> Path:
             "source": export.name,
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-        os.chmod(tmp, 0o755)
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if not (final / "meta.json").is_file():
-                raise
+        publish(tmp, final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final

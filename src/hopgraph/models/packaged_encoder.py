@@ -19,12 +19,11 @@ needs PyTorch).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
-from hopgraph.models.onnx_backend import onnx_cache_root, require_onnxruntime
+from hopgraph.models.onnx_backend import onnx_cache_root, publish, require_onnxruntime
 from hopgraph.models.onnx_weights import weights_as_fp16 as weights_as_fp16
 from hopgraph.models.onnx_weights import weights_as_fp32 as weights_as_fp32
 from hopgraph.models.resolve import PACKAGED_ENCODER as PACKAGED
@@ -61,12 +60,7 @@ def expanded(folder: Path = PACKAGED) -> Path:
         meta.pop("weights", None)
         meta["expanded_from"] = "hopgraph/models/minilm-onnx (float16 weights, folded to float32)"
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-        os.chmod(tmp, 0o755)
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if not (final / "meta.json").is_file():
-                raise
+        publish(tmp, final)
     except OSError:
         return folder
     finally:

