@@ -28,8 +28,10 @@ shorter ones keep numpy's (no compile or cache load in a small process)."""
 _LOCK = threading.Lock()
 
 
+@functools.cache
 def has_numba() -> bool:
-    """Whether numba is installed (found without importing it)."""
+    """Whether numba is installed (found without importing it; looked up once, as the searches
+    of large arrays ask on every call)."""
     return importlib.util.find_spec("numba") is not None
 
 
