@@ -47,7 +47,8 @@ test: $(STAMP) lint chromium
 # The wheel as a user gets it: built, installed in a fresh venv WITHOUT PyTorch (`pip install
 # hopgraph[serve,docs]`), and run from outside the source tree: `hopgraph demo`, `hopgraph index`
 # and `search` over a folder of documents, `hopgraph serve` answering a search. CI runs it after
-# the suite. The models that need PyTorch (passage student, hop encoder) are checked in the wheel.
+# the suite. The passage student and the hop encoder run there too, in ONNX Runtime: an index
+# built with the student, and a search on the demo's index with the hop encoder on.
 PKG_VENV ?= $(CURDIR)/build/pkg-venv
 PKG_DOCS := $(CURDIR)/tests/data/package_docs
 package: $(STAMP)
@@ -68,8 +69,17 @@ package: $(STAMP)
 	cd $(PKG_VENV) && ./bin/hopgraph search $(PKG_VENV)/docs-index -k 3 \
 	    "Who founded the shipyard that built SS Orrendale?" | tee $(PKG_VENV)/search.txt
 	grep -q "Tobias Grennick" $(PKG_VENV)/search.txt
+	cd $(PKG_VENV) && ./bin/hopgraph index $(PKG_DOCS) -o $(PKG_VENV)/student-index -q \
+	    --set dense.passage_encoder=student 2>&1 | tee $(PKG_VENV)/student.txt
+	grep -q "passage student of the query encoder (onnx" $(PKG_VENV)/student.txt
+	cd $(PKG_VENV) && ./bin/hopgraph search $(PKG_VENV)/demo/demo-index -k 3 --json \
+	    --set hop_encoder=true "Who founded the shipyard that built SS Orrendale?" \
+	    | ./bin/python -c "import json, sys; d = json.load(sys.stdin); \
+	    sys.exit(0 if d['info']['hop_encoder'] == 'on' and 'hop_encoder' in \
+	    d['hits'][0]['why']['lifted_by'] else f'hop encoder not run: {d[\"info\"]}')"
 	cd $(PKG_VENV) && ./bin/python $(CURDIR)/.ci/serve_check.py ./bin/hopgraph $(PKG_VENV)/docs-index
-	@echo "package: the wheel installs without torch and runs demo, index, search and serve"
+	@echo "package: the wheel installs without torch and runs demo, index (also with the passage \
+	student), search (also with the hop encoder) and serve"
 
 # Rebuild the bundled MiniLM's ONNX export shipped in the wheel (src/hopgraph/models/minilm-onnx,
 # hopgraph.models.packaged_encoder): exported with PyTorch, weights stored in float16. Seconds;

@@ -105,8 +105,8 @@ def test_a_student_refuses_another_teacher_and_malformed_folders(tiny_teacher, t
         check_teacher(BUNDLED_STUDENT, tiny_teacher)
     with pytest.raises(ConfigError, match="not a passage student folder"):
         student_meta(tmp_path)
-    with pytest.raises(ConfigError, match="backend=torch"):
-        load_embedder(backend="onnx", student=str(BUNDLED_STUDENT))
+    with pytest.raises(ConfigError, match="distilled from"):
+        load_embedder(tiny_teacher, backend="onnx", student=str(BUNDLED_STUDENT))
     from transformers import AutoModel
 
     from hopgraph.models.resolve import resolve_model
@@ -122,6 +122,28 @@ def test_a_student_refuses_another_teacher_and_malformed_folders(tiny_teacher, t
     minilm = AutoModel.from_pretrained(resolve_model("all-minilm-l6-v2"))
     with pytest.raises(ConfigError, match="does not fit"):  # 32-wide layers into 384-wide
         apply_student(minilm, tiny_student)
+
+
+def test_a_student_of_another_teacher_runs_in_onnx_runtime_as_in_pytorch(
+    tiny_teacher, demo_dataset, tmp_path
+):
+    """The composed export of a 2-of-4-layer student of a 32-wide teacher (its export made
+    from PyTorch here): the last two layers cut, the student's weights in the first two."""
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(tiny_teacher)
+    cut_layers(model, (1, 3))
+    for p in model.encoder.layer.parameters():  # not the teacher's layers 1 and 3 any more
+        p.data.add_(0.05 * torch.randn_like(p))
+    card = {"config": {"layers": [1, 3], "teacher": tiny_teacher, "max_seq_length": 64}}
+    folder = str(save_student(tmp_path / "tiny", model, card))
+    texts = [p.content for p in demo_dataset.corpus][:16]
+    onnx = load_embedder(tiny_teacher, backend="onnx", precision="fp32", student=folder)
+    ref = load_embedder(tiny_teacher, backend="torch", precision="fp32", student=folder)
+    teacher = load_embedder(tiny_teacher, backend="onnx", precision="fp32")
+    a, b, t = onnx.encode(texts), ref.encode(texts), teacher.encode(texts)
+    assert np.sum(a * b, axis=1).min() > 0.99999
+    assert np.sum(a * t, axis=1).mean() < 0.99
 
 
 def test_the_bundled_student_gives_the_teachers_vectors(demo_dataset):

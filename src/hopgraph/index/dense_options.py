@@ -9,7 +9,6 @@ configured encoder (``model``, ``backend``, ``precision``) on the CPU."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +26,7 @@ from hopgraph.models.embedder import (
     check_precision,
     cpu_has_bf16,
     cuda_available,
+    has_torch,
     load_embedder,
 )
 
@@ -36,7 +36,8 @@ ENCODERS = {
     "same": "the query encoder",
     "torch-bf16": "PyTorch bf16 on the CPU",
     "torch-cuda": "PyTorch fp32 on a CUDA GPU",
-    "student": "the distilled 3-layer passage student (PyTorch, bf16 where the CPU has it)",
+    "student": "the distilled 3-layer passage student (PyTorch bf16 where the CPU has bf16 "
+    "and PyTorch is installed, else ONNX Runtime)",
 }
 # passage_encoder=auto takes the student only where, on STUDENT_SAMPLE passages of the corpus,
 # its vectors have a mean cosine of at least STUDENT_MIN_COSINE to the query encoder's: 0.92-0.93
@@ -48,6 +49,13 @@ _AGREEMENT: dict[tuple[str, str, int, str], float] = {}
 # passages per batch on a GPU at least (dense.batch_size suits a CPU); 128 x 256 tokens of a
 # MiniLM-sized model is well within any CUDA card's memory
 CUDA_BATCH_SIZE = 128
+
+
+def student_backend() -> tuple[str, str]:
+    """Where a student (the passage student) runs: PyTorch in bf16 where the CPU has native bf16
+    and PyTorch is installed (2.1x ONNX Runtime's float32 here), else ONNX Runtime in float32
+    (the same vectors as PyTorch's float32, cosine 1.0000000, at the same speed)."""
+    return ("torch", "bf16") if cpu_has_bf16() and has_torch() else ("onnx", "fp32")
 
 
 @dataclass(frozen=True)
@@ -76,11 +84,12 @@ class DenseOptions:
         "what encodes the passages at index time (queries always use backend/precision): "
         "same = the query encoder; torch-bf16 = PyTorch with bf16 weights (~1.7x faster than "
         "ONNX fp32 on a CPU with avx512_bf16/AMX, cosine ~0.9999 to fp32); student = the "
-        "distilled 3-layer passage student of the query encoder (dense.student; ~1.9x faster "
-        "than torch-bf16, bf16 where the CPU has it); auto = student from "
+        "distilled 3-layer passage student of the query encoder (dense.student; in PyTorch "
+        "bf16 where the CPU has bf16 and PyTorch is installed, ~1.9x faster than torch-bf16, "
+        "else in ONNX Runtime fp32, ~2x faster than the query encoder); auto = student from "
         "fast_encode_min_passages passages on when backend=onnx runs fp32, the student was "
-        "distilled from dense.model and PyTorch is installed (else torch-bf16 where the CPU "
-        "has bf16), else same",
+        "distilled from dense.model and agrees with it on a sample of the corpus (else "
+        "torch-bf16 where the CPU has bf16 and PyTorch is installed), else same",
         choices=("auto", "same", "torch-bf16", "student"),
     )
     student: str = option(
@@ -171,14 +180,12 @@ class DenseOptions:
             n >= self.fast_encode_min_passages
             and self.backend == "onnx"
             and self.precision in ("auto", "fp32")
-            and importlib.util.find_spec("torch") is not None
-            and importlib.util.find_spec("sentence_transformers") is not None
         )
         if not fast:
             return "same"
         if self.student_fits() and (corpus is None or self.student_agrees(corpus)):
             return "student"
-        return "torch-bf16" if cpu_has_bf16() else "same"
+        return "torch-bf16" if cpu_has_bf16() and has_torch() else "same"
 
     def student_agrees(self, corpus: Corpus) -> bool:
         """Whether the student's passage vectors are close enough to the query encoder's on
@@ -217,11 +224,12 @@ class DenseOptions:
                 self.model, precision="bf16", max_seq_length=self.max_seq_length, backend="torch"
             )
         if encoder == "student":
+            backend, precision = student_backend()
             return load_embedder(
                 self.model,
-                precision="auto",
+                precision=precision,
                 max_seq_length=self.max_seq_length,
-                backend="torch",
+                backend=backend,
                 student=self.student_folder(),
             )
         if encoder == "torch-cuda":
@@ -272,7 +280,8 @@ def passage_encoder_note(options: DenseOptions, n: int, corpus: Corpus | None = 
         agree = f", cosine {options.student_agreement(corpus):.3f} to it here" if corpus else ""
         return (
             "dense: passages encoded by the distilled 3-layer passage student of the query "
-            f"encoder (~1.9x faster{agree}), queries by the configured encoder "
+            f"encoder ({student_backend()[0]}, about 2x faster{agree}), queries by the "
+            "configured encoder "
             f"[dense.passage_encoder={options.passage_encoder}]"
         )
     why = ""

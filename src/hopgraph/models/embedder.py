@@ -22,6 +22,7 @@ The torch backend also runs on a CUDA GPU (``device="cuda"``, checked with
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import threading
@@ -50,6 +51,12 @@ def cpu_has_bf16() -> bool:
     except OSError:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+@lru_cache(maxsize=1)
+def has_torch() -> bool:
+    """Whether PyTorch and sentence-transformers are installed (``hopgraph[dense]``)."""
+    return all(importlib.util.find_spec(m) is not None for m in ("torch", "sentence_transformers"))
 
 
 def cuda_available() -> bool:
@@ -103,8 +110,9 @@ class Embedder:
     (on a GPU: fp32); ``"bf16"`` and ``"fp32"`` force one. onnx: ``"auto"`` and ``"fp32"`` run
     the fp32 export, ``"int8"`` its dynamically quantised copy. static: ``"auto"`` or ``"fp32"``
     only. ``device``: the torch backend's (``"cpu"``, ``"cuda"``, ...); the others run on the
-    CPU. ``student``: a passage student folder (:mod:`hopgraph.models.student`) of ``model``,
-    which then runs cut to the student's layers (torch backend only; a passage encoder).
+    CPU. ``student``: a student folder (:mod:`hopgraph.models.student`: the passage student,
+    the hop encoder) of ``model``, which then runs cut to the student's layers with its weights
+    (onnx: an export composed from the teacher's, :mod:`hopgraph.models.student_onnx`).
     """
 
     def __init__(
@@ -118,8 +126,8 @@ class Embedder:
         student: str | None = None,
     ):
         check_precision(backend, precision)
-        if student is not None and backend != "torch":
-            raise ConfigError(f"a passage student runs on backend=torch, not {backend!r}")
+        if student is not None and backend == "static":
+            raise ConfigError("a passage student runs on backend=onnx or torch, not 'static'")
         if backend != "torch" and device != "cpu":
             raise ConfigError(
                 f"backend {backend!r} runs on the CPU; use backend=torch for another device"
@@ -142,6 +150,7 @@ class Embedder:
         self._onnx = None
         self._static = None
         self.bf16 = False
+        self.student = student
         if backend == "static":
             from hopgraph.models.static import StaticEncoder, ensure_static
 
@@ -155,7 +164,14 @@ class Embedder:
             self._model = None
             # the bundled MiniLM: the export shipped with hopgraph, with or without PyTorch
             shipped = packaged_export(model)
-            if shipped is not None and precision != "int8":
+            if student is not None:  # the teacher's export, cut to the student's layers
+                from hopgraph.models.student import check_teacher
+                from hopgraph.models.student_onnx import ensure_student_export
+
+                check_teacher(student, model)
+                teacher = shipped or ensure_exported(self.path, name=model)
+                folder = ensure_student_export(student, teacher)
+            elif shipped is not None and precision != "int8":
                 from hopgraph.models.packaged_encoder import expanded
 
                 folder = expanded(shipped)
@@ -184,7 +200,6 @@ class Embedder:
             ) from exc
         if max_seq_length:
             self._model.max_seq_length = max_seq_length
-        self.student = student
         if student is not None:
             from hopgraph.models.student import apply_student, check_teacher
 
@@ -359,8 +374,8 @@ def load_embedder(
     student: str | None = None,
 ) -> Embedder:
     """A process-wide shared :class:`Embedder` (models are loaded once per process and
-    device). ``student``: a passage student folder (:mod:`hopgraph.models.student`) applied to
-    ``model``, its teacher (torch backend only)."""
+    device). ``student``: a student folder (:mod:`hopgraph.models.student`) applied to
+    ``model``, its teacher."""
     key = (resolve_model(model), precision, max_seq_length, backend, device, student)
     with _CACHE_LOCK:
         emb = _CACHE.get(key)

@@ -39,6 +39,7 @@ BUNDLED_HOP_ENCODER = Path(__file__).parent / "hop-encoder"
 RANKER = "ranker.json"
 HOP_ENCODER_FEATURES: tuple[str, ...] = ("hop_encoder", "hop_encoder_gain")
 ANCHORS = 3
+HOP_PRECISIONS = ("auto", "bf16", "fp32", "int8")
 """Anchors a round's hop vectors are taken from: the round's best 3 (as trained)."""
 PAD_TO = 32
 """In bf16, hop texts are padded to a multiple of this many tokens: few matrix shapes, so a
@@ -124,17 +125,19 @@ _LOCK = threading.Lock()
 
 def load_hop_encoder(folder: str | Path = "", precision: str = "auto") -> HopEncoder:
     """The hop encoder in ``folder`` (empty: the bundled one), loaded once per process and
-    precision; its query tower runs on the CPU, in bf16 where ``precision`` is ``"bf16"``, or
-    ``"auto"`` on a CPU with native bf16 (:func:`~hopgraph.models.embedder.cpu_has_bf16`), else
-    in fp32 as it was trained (bf16's hop vectors are within cosine 0.9999 of fp32's)."""
-    from hopgraph.models.embedder import Embedder, check_precision, cpu_has_bf16
+    precision. Its query tower runs on the CPU: ``"bf16"`` in PyTorch with bf16 weights;
+    ``"fp32"`` in ONNX Runtime (an export composed from the teacher's without PyTorch,
+    :mod:`hopgraph.models.student_onnx`: PyTorch fp32's vectors, cosine 1.0000000); ``"int8"``
+    in ONNX Runtime, that export dynamically quantised; ``"auto"``: bf16 where the CPU has
+    native bf16 (:func:`~hopgraph.models.embedder.cpu_has_bf16`) and PyTorch is installed, else
+    fp32 (bf16's hop vectors are within cosine 0.9999 of fp32's)."""
+    from hopgraph.models.embedder import Embedder, cpu_has_bf16, has_torch
     from hopgraph.models.student import student_meta
 
-    if precision == "int8":
-        raise ConfigError("the hop encoder runs in bf16 or fp32 (precision auto, bf16 or fp32)")
-    check_precision("torch", precision)
+    if precision not in HOP_PRECISIONS:
+        raise ConfigError(f"the hop encoder runs in {', '.join(HOP_PRECISIONS)}, not {precision!r}")
     if precision == "auto":  # one copy whether a caller asks for auto or what it resolves to
-        precision = "bf16" if cpu_has_bf16() else "fp32"
+        precision = "bf16" if cpu_has_bf16() and has_torch() else "fp32"
     path = Path(folder).expanduser().resolve() if folder else BUNDLED_HOP_ENCODER
     with _LOCK:
         if (path, precision) in _LOADED:
@@ -148,7 +151,7 @@ def load_hop_encoder(folder: str | Path = "", precision: str = "auto") -> HopEnc
         cfg = meta["config"]
         embedder = Embedder(
             cfg["teacher"],
-            backend="torch",
+            backend="torch" if precision == "bf16" else "onnx",
             precision=precision,
             max_seq_length=int(cfg["max_seq_length"]),
             student=str(path),
