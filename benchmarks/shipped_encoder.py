@@ -30,7 +30,9 @@ from hopgraph.models.resolve import bundled_path
 SETS = ("hotpotqa", "musique", "2wikimultihopqa")
 
 
-def per_query(name: str, data_dir: Path, model: str | None) -> dict:
+def per_query(name: str, data_dir: Path, model: str | None, dense: dict | None = None) -> dict:
+    """The default's recall and each question's top 10 on set ``name``; ``model`` and ``dense``
+    override the detected dense options."""
     path = data_dir / name
     ds = load_dataset(path)
     specs = [MethodSpec(DEFAULT_METHOD)]
@@ -38,6 +40,8 @@ def per_query(name: str, data_dir: Path, model: str | None) -> dict:
     options, detected = detected_options(ds.corpus, parts)
     if model is not None:
         options = {**options, "dense": {**options.get("dense", {}), "model": model}}
+    if dense:
+        options = {**options, "dense": {**options.get("dense", {}), **dense}}
     index = open_cached_index(ds, path, parts, options, None, False, detected)
     (res,) = evaluate(index, ds, specs, depth=100, progress=False)
     return {
@@ -46,15 +50,22 @@ def per_query(name: str, data_dir: Path, model: str | None) -> dict:
     }
 
 
+def same_top10(a: dict, b: dict) -> dict[str, int]:
+    """How many questions have the same top 10 in ``a`` and ``b`` (question → ids), in order
+    and as a set."""
+    return {
+        "same_order": sum(a[q] == b[q] for q in a),
+        "same_set": sum(set(a[q]) == set(b[q]) for q in a),
+    }
+
+
 def compare(name: str, data_dir: Path) -> dict:
     shipped = per_query(name, data_dir, None)
     made = per_query(name, data_dir, bundled_path())
-    a, b = shipped["top10"], made["top10"]
     return {
         "set": name,
-        "questions": len(a),
-        "same_order": sum(a[q] == b[q] for q in a),
-        "same_set": sum(set(a[q]) == set(b[q]) for q in a),
+        "questions": len(shipped["top10"]),
+        **same_top10(shipped["top10"], made["top10"]),
         "recall_shipped": shipped["recall"],
         "recall_made": made["recall"],
     }

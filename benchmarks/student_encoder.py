@@ -74,13 +74,23 @@ def _crop(title: str, text: str, rng: random.Random) -> str | None:
     return f"{title}\n{body}" if title else body
 
 
-def training_texts(data_dir: Path, seed: int) -> tuple[list[str], list[dict[str, object]]]:
+def training_texts(
+    data_dir: Path, seed: int, extra: tuple[str, ...] = (), extra_per_set: int = 0
+) -> tuple[list[str], list[dict[str, object]]]:
+    """The student's training texts: the train sets' passages and the tables, each with a
+    joined pair and a crop per passage; ``extra``: collections whose passages (the first
+    ``extra_per_set`` of a seeded shuffle) join them the same way (unlabelled text: a
+    collection given here is not a held-out one for the student any more)."""
     rng = random.Random(seed)
     texts: list[str] = []
     sources: list[dict[str, object]] = []
-    for name in TRAIN_SETS + TABLE_SETS:
+    for name in TRAIN_SETS + TABLE_SETS + tuple(extra):
         path = data_dir / name
-        ds = load_dataset(path) if name in TRAIN_SETS else tables_dataset(path)
+        ds = tables_dataset(path) if name in TABLE_SETS else load_dataset(path)
+        if name in extra:
+            keep = list(range(len(ds.corpus)))
+            rng.shuffle(keep)
+            ds.corpus = [ds.corpus[i] for i in sorted(keep[:extra_per_set])]
         own = [p.content for p in ds.corpus]
         order = list(range(len(own)))
         rng.shuffle(order)
@@ -96,7 +106,8 @@ def train(args: argparse.Namespace) -> None:
     import torch
 
     torch.set_num_threads(os.cpu_count() or 1)
-    texts, sources = training_texts(Path(args.data_dir), args.seed)
+    extra = tuple(x for x in args.extra_sets.split(",") if x)
+    texts, sources = training_texts(Path(args.data_dir), args.seed, extra, args.extra_per_set)
     val = texts[::20]
     fit = [t for i, t in enumerate(texts) if i % 20]
     config = StudentConfig(
@@ -205,6 +216,34 @@ def recall(data_dir: Path, sets: list[str], student: str) -> dict[str, Any]:
     return out
 
 
+AGREEMENT_SETS = ("hotpotqa", "musique", "2wikimultihopqa", "time", "xquad_en", "med", "npl",
+                  "pubmedqa", "scifact", "cacm")  # fmt: skip
+
+
+def agreement(args: argparse.Namespace) -> None:
+    """The gate's measure (``DenseOptions.student_agreement``: 256 passages spread over the
+    corpus) for the student in ``--student`` on each collection, and the corpora in
+    ``--corpora`` (jsonl files)."""
+    from hopgraph.config import make_options
+    from hopgraph.corpus import load_corpus
+    from hopgraph.index.dense_options import DenseOptions
+
+    opts = make_options(DenseOptions, {"student": args.student})
+    out: dict[str, float] = {}
+    for name in args.sets.split(","):
+        out[name] = round(
+            opts.student_agreement(load_dataset(Path(args.data_dir) / name).corpus), 4
+        )
+        print(name, out[name], file=sys.stderr, flush=True)
+    for path in (x for x in args.corpora.split(",") if x):
+        out[path] = round(opts.student_agreement(load_corpus(path)), 4)
+        print(path, out[path], file=sys.stderr, flush=True)
+    report = {"command": " ".join(sys.argv), "student": args.student, "agreement": out}
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps(report, indent=1))
+
+
 def evaluate_student(args: argparse.Namespace) -> None:
     report: dict[str, Any] = {"command": " ".join(sys.argv)}
     report["speed"] = speed(speed_texts(args), args.repeats, args.student)
@@ -226,6 +265,14 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--lr", type=float, default=2e-4)
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--extra-sets", default="", help="collections whose passages join the texts")
+    t.add_argument("--extra-per-set", type=int, default=1000)
+    g = sub.add_parser("agreement", help="the gate's cosine on each collection")
+    g.add_argument("--data-dir", default=os.environ.get("HOPGRAPH_DATA", "../shared/data"))
+    g.add_argument("--student", default="bundled", help="a student folder (default: bundled)")
+    g.add_argument("--sets", default=",".join(AGREEMENT_SETS))
+    g.add_argument("--corpora", default="", help="more corpora (jsonl files), comma-separated")
+    g.add_argument("--out", default="")
     e = sub.add_parser("evaluate", help="speed, cosine and recall of the student")
     e.add_argument("--data-dir", default=os.environ.get("HOPGRAPH_DATA", "../shared/data"))
     e.add_argument("--speed-corpus", default="")
@@ -238,6 +285,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.cmd == "train":
         train(args)
+    elif args.cmd == "agreement":
+        agreement(args)
     else:
         evaluate_student(args)
 

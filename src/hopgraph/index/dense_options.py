@@ -53,8 +53,8 @@ CUDA_BATCH_SIZE = 128
 
 def student_backend() -> tuple[str, str]:
     """Where a student (the passage student) runs: PyTorch in bf16 where the CPU has native bf16
-    and PyTorch is installed (2.1x ONNX Runtime's float32 here), else ONNX Runtime in float32
-    (the same vectors as PyTorch's float32, cosine 1.0000000, at the same speed)."""
+    and PyTorch is installed (1.6-2.1x ONNX Runtime's float32 here), else ONNX Runtime in
+    float32 (PyTorch float32's vectors, cosine 1.0000000, at PyTorch float32's speed)."""
     return ("torch", "bf16") if cpu_has_bf16() and has_torch() else ("onnx", "fp32")
 
 

@@ -39,8 +39,8 @@ BUNDLED_HOP_ENCODER = Path(__file__).parent / "hop-encoder"
 RANKER = "ranker.json"
 HOP_ENCODER_FEATURES: tuple[str, ...] = ("hop_encoder", "hop_encoder_gain")
 ANCHORS = 3
-HOP_PRECISIONS = ("auto", "bf16", "fp32", "int8")
 """Anchors a round's hop vectors are taken from: the round's best 3 (as trained)."""
+HOP_PRECISIONS = ("auto", "bf16", "fp32", "int8")
 PAD_TO = 32
 """In bf16, hop texts are padded to a multiple of this many tokens: few matrix shapes, so a
 long-running process does not keep one bf16 kernel per text length (measured: 290 MB more after
