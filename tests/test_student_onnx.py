@@ -79,14 +79,20 @@ def test_a_folder_that_does_not_fit_the_teacher_is_refused(tmp_path):
         load_embedder(backend="static", student=str(BUNDLED_STUDENT))
 
 
-def test_without_pytorch_the_student_and_the_hop_encoder_take_onnx_runtime(monkeypatch):
+def test_without_pytorch_the_student_and_the_hop_encoder_take_onnx_runtime(monkeypatch, tmp_path):
     import hopgraph.index.dense_options as dense_mod
     import hopgraph.models.embedder as emb_mod
+    from hopgraph.config import make_options
 
     monkeypatch.setattr(dense_mod, "has_torch", lambda: False)
     monkeypatch.setattr(emb_mod, "has_torch", lambda: False)
+    monkeypatch.setattr(dense_mod, "cpu_has_bf16", lambda: True)
     assert dense_mod.student_backend() == ("onnx", "fp32")
     assert load_hop_encoder().embedder.backend == "onnx"  # auto: fp32 in ONNX Runtime
+    large = {"fast_encode_min_passages": 100}
+    assert make_options(dense_mod.DenseOptions, large).passage_encoder_for(100) == "student"
+    other = make_options(dense_mod.DenseOptions, {**large, "student": str(tmp_path)})
+    assert other.passage_encoder_for(100) == "same"  # no student for it, no torch-bf16 either
     monkeypatch.setattr(dense_mod, "has_torch", lambda: True)
     monkeypatch.setattr(dense_mod, "cpu_has_bf16", lambda: True)
     assert dense_mod.student_backend() == ("torch", "bf16")
