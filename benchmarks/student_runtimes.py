@@ -70,7 +70,8 @@ def speed(data_dir: Path, passages: int, rounds: int, repeats: int) -> dict:
     """Passages/s of the teacher and the student in each runtime (HotpotQA's first
     ``passages`` passages, one ``encode`` call each, the encoders interleaved in each of
     ``repeats`` rounds after a warm-up), and the milliseconds of a hop-encoder round (3
-    ``question [SEP] passage`` texts, as a search encodes them) in each precision: medians."""
+    ``question [SEP] passage`` texts, as a search encodes them) in each precision, ``rounds``
+    questions a block, ``repeats`` blocks each: medians."""
     import statistics
     import time
 
@@ -101,13 +102,17 @@ def speed(data_dir: Path, passages: int, rounds: int, repeats: int) -> dict:
     work = [[hop_text(ds.corpus, q, 3 * i + j) for j in range(3)] for i, q in enumerate(qs)]
     ms: dict[str, list[float]] = {p: [] for p in hops}
     vecs: dict[str, list] = {p: [] for p in hops}
-    for e in hops.values():
-        e.encode(work[0])
-    for texts3 in work:
+    # each precision's rounds in a block, the blocks in turn (ONNX Runtime's threads spin for a
+    # while after a run: interleaved round by round, one session's spinning slows the next)
+    for rep in range(repeats):
         for p, e in hops.items():
-            t = time.perf_counter()
-            vecs[p].append(e.encode(texts3))
-            ms[p].append(1000 * (time.perf_counter() - t))
+            e.encode(work[0])
+            for texts3 in work:
+                t = time.perf_counter()
+                v = e.encode(texts3)
+                ms[p].append(1000 * (time.perf_counter() - t))
+                if rep == 0:
+                    vecs[p].append(v)
     ref = np.concatenate(vecs["fp32"])
     return {
         "passages": len(texts),
