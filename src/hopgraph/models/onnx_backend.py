@@ -28,7 +28,7 @@ import re
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,19 +122,8 @@ def ensure_exported(path: str, *, name: str | None = None, root: Path | None = N
     require_onnxruntime()
     if os.environ.get("HOPGRAPH_EXPORT_IN_CHILD") == "1":
         return _export_in_child(path, name, root, final)
-    try:
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot write the ONNX export cache {final.parent} ({exc}): set "
-            "HOPGRAPH_ONNX_CACHE to a writable folder, or use backend=torch"
-        ) from None
-    try:
+    with cache_folder(final, ", or use backend=torch") as tmp:
         _export(path, tmp, name=name or path)
-        publish(tmp, final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return final
 
 
@@ -161,6 +150,26 @@ def _export_in_child(path: str, name: str | None, root: Path | None, final: Path
             f"exporting {path!r} to ONNX failed in a child process: " + " | ".join(tail)
         )
     return final
+
+
+@contextlib.contextmanager
+def cache_folder(final: Path, hint: str = "") -> Iterator[Path]:
+    """A temporary folder beside ``final`` in the ONNX cache for a block to write into; moved
+    into place as ``final`` (:func:`publish`) when the block ends without an error, removed in
+    any case. ConfigError where the cache cannot be written (``hint``: what else to do)."""
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the ONNX export cache {final.parent} ({exc}): set "
+            f"HOPGRAPH_ONNX_CACHE to a writable folder{hint}"
+        ) from None
+    try:
+        yield tmp
+        publish(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def publish(tmp: Path, final: Path) -> None:
@@ -215,23 +224,15 @@ def ensure_quantized(export: Path) -> Path:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError:
         raise ConfigError(
-            "precision=int8 needs onnx and onnxruntime's quantization tools: "
-            "pip install 'hopgraph[dense]'"
+            "precision=int8 needs onnx and onnxruntime's quantization tools (hopgraph's own "
+            "dependencies): pip install onnx onnxruntime"
         ) from None
     meta = json.loads((export / "meta.json").read_text())
     graph = onnx.load(str(export / "model.onnx"), load_external_data=False).graph
     keep = sorted(
         n.name for n in graph.node if n.op_type == "MatMul" and _QUANT_KEEP_FP32.search(n.name)
     )
-    try:
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot write the ONNX export cache {final.parent} ({exc}): set "
-            "HOPGRAPH_ONNX_CACHE to a writable folder"
-        ) from None
-    try:
+    with cache_folder(final) as tmp:
         source = export / "model.onnx"
         if "weights" in meta:  # stored in float16 (the shipped export): float32 initializers first
             from hopgraph.models.onnx_weights import weights_as_fp32
@@ -262,9 +263,6 @@ def ensure_quantized(export: Path) -> Path:
             "source": export.name,
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-        publish(tmp, final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return final
 
 

@@ -23,7 +23,6 @@ import json
 import re
 import shutil
 import struct
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +79,7 @@ def export_key(student: Path, teacher: Path) -> str:
 def ensure_student_export(student: str | Path, teacher: Path) -> Path:
     """The ONNX export of the student in folder ``student`` (its teacher's export in
     ``teacher``), composed into the ONNX cache the first time it is asked for."""
-    from hopgraph.models.onnx_backend import onnx_cache_root, publish, require_onnxruntime
+    from hopgraph.models.onnx_backend import cache_folder, onnx_cache_root, require_onnxruntime
 
     require_onnxruntime()
     student = Path(student).expanduser().resolve()
@@ -88,19 +87,8 @@ def ensure_student_export(student: str | Path, teacher: Path) -> Path:
     final = onnx_cache_root() / f"student-{slug}-{export_key(student, Path(teacher))}"
     if (final / "meta.json").is_file():
         return final
-    try:
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot write the ONNX export cache {final.parent} ({exc}): set "
-            "HOPGRAPH_ONNX_CACHE to a writable folder"
-        ) from None
-    try:
+    with cache_folder(final) as tmp:
         compose(student, Path(teacher), tmp)
-        publish(tmp, final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return final
 
 
@@ -227,11 +215,12 @@ def _put_weights(graph: Any, weights: dict[str, np.ndarray], teacher: Path) -> N
             name = same[name]
         return name
 
+    weight_names = {n for n in {*inits, *same} if source(n) in inits}
     for key, value in sorted(weights.items()):
         if not key.startswith("encoder.layer."):
             continue
         param = key[len("encoder.") :]  # layer.<i>.<module>.<weight|bias>
-        slot = _slot(graph, {n for n in {*inits, *same} if source(n) in inits}, param)
+        slot = _slot(graph, weight_names, param)
         if slot is None or source(slot[0].input[slot[1]]) not in inits:
             raise ConfigError(f"no place for the student's {key} in the export in {teacher}")
         node, at = slot
