@@ -9,6 +9,7 @@ the Makefile); measuring, about 15 min per held-out set (estimated from the two 
         [--backend torch|onnx-fp32|onnx-int8] [--max-len 160] [--freeze-embeddings] \
         [--layers 0,3,5] [--synthetic N [--synthetic-kind bridge]] [--gate] [--bf16] [--seed N]
         [--ensemble 0,1 | --full-encoder] [--scale-work DIR] [--parts]
+        [--student-layers 0,3,5 [--student-len 64] [--student-epochs 5]]
     .venv/bin/python benchmarks/hop_encoder.py --ship src/hopgraph/models/hop-encoder \
         --freeze-embeddings --gate --data-dir ../shared/data --models-dir WORK   # make hop-encoder
 
@@ -52,7 +53,13 @@ evaluated questions (the ranker's training features stay fp32), as ``multihop``'
 ``--ensemble 0,1`` makes each fold's encoder the mean of those draws' hop vectors;
 ``--full-encoder`` gives the evaluated questions the features of one encoder trained on every
 training chain (as the shipped encoder is trained) in place of the two fold encoders' mean.
-``--scale-work DIR`` also fits the ranker on the shipped ranker's scale training sets
+``--student-layers`` (issue 63: a hop encoder cheap enough for the default) distils each trained
+encoder (each fold's, the full one's, the shipped one's) into those of its layers reading the
+first ``--student-len`` tokens of a hop text (:func:`~hopgraph.training.hop_encoder.
+distil_hop_student`: the teacher's vector of the whole text as the target), on the hop texts of
+every training question (the held-out set's never) with its first round's anchors, its gold
+passages and its first 5 candidates; the students then give every hop feature, the ranker's
+training features included, and ``--backend`` runs the students. ``--scale-work DIR`` also fits the ranker on the shipped ranker's scale training sets
 (``default_ranker.SCALE``: the train sets buried in 100k passages, their corpora and indexes in
 DIR, made there where missing), last, as the default's recipe does since issue 38. Their
 questions are the train sets' own, so each gets the hop features of the fold encoder that did not
@@ -314,13 +321,21 @@ def main() -> None:
         "(experiments/decompose.py) beside the encoder's: all eight, and the parts' cosines only",
     )  # fmt: skip
     ap.add_argument(
+        "--student-layers", default="",
+        help="distil each trained encoder into these of its layers (e.g. 0,3,5), reading "
+        "--student-len tokens, on the hop texts of every training question's anchors, gold "
+        "passages and first candidates; the students give every feature (needs --models-dir)",
+    )  # fmt: skip
+    ap.add_argument("--student-len", type=int, default=64, help="tokens a student reads")
+    ap.add_argument("--student-epochs", type=int, default=5)
+    ap.add_argument(
         "--scale-work", nargs="?", const=str(SCALE_WORK), default=None,
         help="also fit the ranker on the recipe's scale training sets, their corpora and "
         f"indexes in this folder (default {SCALE_WORK}; made where missing)",
     )  # fmt: skip
     args = ap.parse_args()
-    if args.full_encoder and (args.ship or args.ensemble or args.backend != "torch"):
-        raise SystemExit("error: --full-encoder is a held-out experiment in PyTorch, one draw")
+    if args.full_encoder and (args.ship or args.ensemble):
+        raise SystemExit("error: --full-encoder is a held-out experiment, one draw")
     if args.ensemble and (args.ship or args.backend != "torch"):
         raise SystemExit("error: --ensemble is an experiment in PyTorch (no --ship, no onnx)")
     if args.parts and not (args.gate and not args.ship):
@@ -329,6 +344,8 @@ def main() -> None:
         raise SystemExit("error: --bf16 needs --gate and --backend torch")
     if args.ship and args.seed:
         raise SystemExit("error: --ship trains with seed 0 (the shipped encoder's draw)")
+    if args.student_layers and not args.models_dir:
+        raise SystemExit("error: --student-layers needs --models-dir (a student reads its teacher)")
     if args.ship and not (args.freeze_embeddings and args.backend == "torch" and not args.layers
                           and args.anchors == ANCHORS):  # fmt: skip
         raise SystemExit("error: --ship needs --freeze-embeddings, --backend torch, every layer "
@@ -375,6 +392,7 @@ def main() -> None:
         models_dir.mkdir(parents=True, exist_ok=True)
     if args.backend != "torch" and models_dir is None:
         raise SystemExit("error: --backend onnx-* needs --models-dir (the export reads a folder)")
+    distil_items = [it for it in train_items + synthetic if it[0] != E]
     models, X_extra = [], {}
     seeds = [int(x) for x in args.ensemble.split(",")] if args.ensemble else [args.seed]
     for k in range(2):
@@ -392,8 +410,12 @@ def main() -> None:
             pairs = pairs_of(folds[1 - k] + synthetic)
             draws.append(encoder(pairs, replace_seed(args, seed), path))
         models.append(draws[0] if len(draws) == 1 else MeanEncoder(draws))
+        if args.student_layers:
+            path = distilled(path, distil_texts(C, cands, distil_items), args)
+            models[k] = student_model(path, args)
         if args.backend != "torch":
-            models[k] = OnnxHopEncoder(str(path), args.backend.split("-")[1], args.max_len)
+            length = args.student_len if args.student_layers else args.max_len
+            models[k] = OnnxHopEncoder(str(path), args.backend.split("-")[1], length)
         cols = HopColumns([models[k]], args.anchors)
         for it in folds[k]:
             X_extra[it] = cols(C[it[0]].index, cands[it][2], cands[it][0])
@@ -405,6 +427,12 @@ def main() -> None:
     if args.full_encoder:  # the evaluated questions' encoder: every training chain
         path = models_dir / f"{E}-full{variant}" if models_dir else None
         models = [encoder(pairs_of(train_items + synthetic), args, path)]
+        if args.student_layers:
+            path = distilled(path, distil_texts(C, cands, distil_items), args)
+            models = [student_model(path, args)]
+        if args.backend != "torch":
+            length = args.student_len if args.student_layers else args.max_len
+            models = [OnnxHopEncoder(str(path), args.backend.split("-")[1], length)]
 
     def index_of(it: tuple) -> Any:
         return (S[it[0]] if it[0] in S else C[it[0]]).index
@@ -442,7 +470,9 @@ def main() -> None:
         pairs = pairs_of(train_items + synthetic)
         label = "+ hop encoder (chains)" if args.gate else "+ hop encoder"
         ranked = [it for it in ranker_items if not (args.gate and is_comparison(cands[it][2]))]
-        ship(Path(args.ship), args, pairs, boosters[label][0], train_items, ranked)
+        texts = distil_texts(C, cands, distil_items) if args.student_layers else []
+        full = models_dir / f"all-full{variant}" if models_dir else None
+        ship(Path(args.ship), args, pairs, boosters[label][0], train_items, ranked, texts, full)
         return
     pools = {"own": C[E]}
     if E in SIZES:
@@ -505,6 +535,8 @@ def main() -> None:
               "seed": args.seed,
               "ensemble": args.ensemble,
               "full_encoder": args.full_encoder,
+              "student_layers": args.student_layers,
+              "student_len": args.student_len if args.student_layers else None,
               "scale_sets": list(S),
               "pools": results,
               "encode_ms_p50": p50(boosters["+ hop encoder"][1])}  # fmt: skip
@@ -515,12 +547,62 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
 
 
+def distil_texts(C: dict, cands: dict, items: list) -> list[str]:
+    """The texts a student learns from: each question of ``items`` with its first round's
+    anchors, its gold passages and its first 5 candidates (distinct), in ``items``' order."""
+    from hopgraph.training.hop_encoder import hop_texts
+
+    out = []
+    for it in items:
+        found, gold, text = cands[it]
+        rows = [*found.anchors, *gold, *found.rows[:5].tolist()]
+        out += hop_texts(C[it[0]].index, text, rows)
+    return out
+
+
+def distilled(teacher: Path, texts: list[str], args: argparse.Namespace) -> Path:
+    """The folder of ``teacher``'s student (``--student-layers``, ``--student-len``), distilled
+    on ``texts`` where it is not there yet."""
+    from hopgraph.training.hop_encoder import distil_hop_student
+
+    layers = [int(i) for i in args.student_layers.split(",")]
+    out = Path(f"{teacher}-student{''.join(map(str, layers))}-len{args.student_len}")
+    if not out.exists():
+        st, record = distil_hop_student(
+            texts, teacher, layers=layers, max_len=args.student_len, teacher_len=args.max_len,
+            epochs=args.student_epochs,
+        )  # fmt: skip
+        st.save(str(out))
+        (out / "distilled.json").write_text(json.dumps(record, indent=1) + "\n")
+        print(f"student {out.name}: cosine to its teacher "
+              f"{record['history'][-1]['val_cos_mean']:.4f}", flush=True)  # fmt: skip
+    return out
+
+
+def student_model(path: Path, args: argparse.Namespace) -> Any:
+    """A distilled student, loaded to read ``--student-len`` tokens."""
+    from sentence_transformers import SentenceTransformer
+
+    m = SentenceTransformer(str(path), device="cpu")
+    m.max_seq_length = args.student_len
+    return m.eval()
+
+
 def ship(
-    folder: Path, args: argparse.Namespace, pairs: list, booster: Any, items: list, ranked: list
+    folder: Path,
+    args: argparse.Namespace,
+    pairs: list,
+    booster: Any,
+    items: list,
+    ranked: list,
+    texts: list[str],
+    full: Path | None,
 ) -> None:
     """Train the shipped encoder on every set's chains (the questions ``items``) and write it
     with ``booster`` (fitted on the questions ``ranked``, on the out-of-fold features of two
-    half-trained encoders) as a hop encoder folder."""
+    half-trained encoders, or of their students) as a hop encoder folder; with
+    ``--student-layers``, the trained encoder's student (distilled on ``texts``) is shipped.
+    The trained encoder is kept at ``full`` (and taken from there when it is)."""
     import lightgbm as lgb
 
     from hopgraph.training.hop_encoder import BATCH, LR, NEGATIVES, TAU, save_hop_encoder
@@ -529,14 +611,18 @@ def ship(
         return {n: sum(1 for it in its if it[0] == n) for n in dict.fromkeys(i[0] for i in its)}
 
     questions = count(items)
-    model = train_hop_encoder(pairs, model=resolve_model(DEFAULT_EMBEDDER), epochs=args.epochs,
-                              max_len=args.max_len, freeze_embeddings=True)  # fmt: skip
+    model = encoder(pairs, args, full)
     layers = list(range(model[0].auto_model.config.num_hidden_layers))
+    length = args.max_len
+    if args.student_layers:
+        model = student_model(distilled(full, texts, args), args)
+        layers = [int(i) for i in args.student_layers.split(",")]
+        length = args.student_len
     card = {
         "config": {
             "teacher": DEFAULT_EMBEDDER,
             "layers": layers,
-            "max_seq_length": args.max_len,
+            "max_seq_length": length,
             "epochs": args.epochs,
             "lr": LR,
             "batch_size": BATCH,

@@ -100,6 +100,42 @@ def test_distilling_brings_the_student_to_its_teacher_and_repeats_bit_for_bit(
     assert np.mean(np.sum(s * t, axis=1)) > before + 0.1 and not np.allclose(s, t)
 
 
+def test_a_student_reading_fewer_tokens_learns_the_teachers_vector_of_the_whole_text(
+    tiny_teacher, demo_dataset
+):
+    """The hop encoder's student (issue 63): it reads a text's first 16 tokens and is trained
+    towards the vector its teacher gives for the first 128."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from hopgraph.training.hop_encoder import distil_hop_student
+    from hopgraph.training.student import StudentConfig, cosine_to_teacher
+
+    texts = [f"{p.title} [SEP] {p.content}" for p in demo_dataset.corpus]
+    teacher = AutoModel.from_pretrained(tiny_teacher).eval()
+    tok = AutoTokenizer.from_pretrained(tiny_teacher)
+    assert max(len(tok(t)["input_ids"]) for t in texts) > 40  # the cut loses words
+    config = StudentConfig(teacher=tiny_teacher, layers=(0, 3), max_seq_length=16,
+                           teacher_max_seq_length=128)  # fmt: skip
+    cut = AutoModel.from_pretrained(tiny_teacher).eval()
+    cut_layers(cut, (0, 3))
+    val = texts[::20]
+    before = cosine_to_teacher(cut, teacher, tok, val, config).mean()
+    st, record = distil_hop_student(
+        texts * 3, tiny_teacher, layers=(0, 3), max_len=16, teacher_len=128, epochs=4,
+        progress=False,
+    )  # fmt: skip
+    assert st.max_seq_length == 16 and len(st[0].auto_model.encoder.layer) == 2
+    assert record["train_texts"] + record["validation_texts"] == 3 * len(texts)
+    whole = cosine_to_teacher(st[0].auto_model, teacher, tok, val, config)
+    assert whole.mean() > before + 0.1, (before, whole.mean())
+    # against the teacher reading the whole text, not the student's 16 tokens
+    same = cosine_to_teacher(st[0].auto_model, teacher, tok, val,
+                             StudentConfig(teacher=tiny_teacher, max_seq_length=16))  # fmt: skip
+    assert not np.allclose(whole, same)
+    with pytest.raises(ConfigError):
+        StudentConfig(max_seq_length=64, teacher_max_seq_length=32).validate()
+
+
 def test_a_student_refuses_another_teacher_and_malformed_folders(tiny_teacher, tmp_path):
     with pytest.raises(ConfigError, match="distilled from"):
         check_teacher(BUNDLED_STUDENT, tiny_teacher)

@@ -1,21 +1,32 @@
-"""What a hop encoder of each size costs a round (issue 37: could a smaller one join the default?).
+"""What a hop encoder of each size costs a round (issues 37 and 63: could a smaller one join the
+default?).
 
     PYTHONPATH=src .venv/bin/python benchmarks/experiments/hop_encoder_cost.py \
-        [--repeats 60] [--threads 2]
+        [--repeats 60] [--threads 2] [--backend torch|onnx]
 
 Encodes one round's 3 hop texts (``question [SEP] title. text``, a composed question and a
 passage longer than every cut) with the bundled MiniLM cut to 6, 3 (0, 3, 5: the passage
-student's) and 2 (0, 5) layers, at 160, 64 and 48 tokens, in fp32 and in bf16, through
-sentence-transformers' ``encode`` as the switch does; prints the median time of a round over the
-repeats after 10 warm-up rounds. Untrained layers cost what trained ones do.
+student's) and 2 (0, 5) layers, at 160, 64 and 48 tokens; prints the median time of a round over
+the repeats after 10 warm-up rounds. Untrained layers cost what trained ones do. ``--backend
+torch`` (issue 37): in fp32 and in bf16, through sentence-transformers' ``encode`` as the
+switch's bf16 path does. ``--backend onnx`` (issue 63): the shipped hop encoder's layers cut to
+each size as a student folder, run as ``multihop``'s ``hop_encoder_precision=fp32`` and
+``int8`` run it (hopgraph's ONNX Runtime encoder over the composed export), with ONNX Runtime's
+threads spinning after a run (its default) and not (``HOPGRAPH_ORT_SPINNING=0``); between two
+rounds a query-encoder run, as in a search.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
+import os
+import shutil
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
 from hopgraph.models.embedder import DEFAULT_EMBEDDER, resolve_model
 from hopgraph.models.student import cut_layers
@@ -36,7 +47,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=60)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--backend", choices=("torch", "onnx"), default="torch")
     args = ap.parse_args()
+    if args.backend == "onnx":
+        onnx_costs(args.repeats)
+        return
 
     import torch
     from sentence_transformers import SentenceTransformer
@@ -62,6 +77,58 @@ def main() -> None:
                         times.append(time.perf_counter() - t0)
                 ms.append(1000 * statistics.median(times[10:]))
             print(f"| {len(layers)} | {length} | {ms[0]:.1f} | {ms[1]:.1f} |", flush=True)
+
+
+def cut_folder(layers: list[int], length: int, out: Path) -> Path:
+    """A hop encoder folder holding the shipped encoder's ``layers`` (renumbered from 0) and a
+    card saying ``length`` tokens."""
+    from safetensors.torch import load_file, save_file
+
+    from hopgraph.models.hop_encoder import BUNDLED_HOP_ENCODER
+
+    src = load_file(str(BUNDLED_HOP_ENCODER / "layers.safetensors"))
+    tensors = {}
+    for new, old in enumerate(layers):
+        head = f"encoder.layer.{old}."
+        for name, t in src.items():
+            if name.startswith(head):
+                tensors[f"encoder.layer.{new}.{name[len(head) :]}"] = t
+    meta = json.loads((BUNDLED_HOP_ENCODER / "meta.json").read_text())
+    meta["config"] = {**meta["config"], "layers": layers, "max_seq_length": length}
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(out / "layers.safetensors"))
+    (out / "meta.json").write_text(json.dumps(meta))
+    shutil.copyfile(BUNDLED_HOP_ENCODER / "ranker.json", out / "ranker.json")
+    return out
+
+
+def onnx_costs(repeats: int) -> None:
+    """Each size in fp32 and int8, spinning on and off: the median ms of a round."""
+    from hopgraph.models.embedder import Embedder
+
+    texts = [f"{QUESTION} [SEP] {PASSAGE}"] * 3
+    print("| layers | tokens | fp32 ms | int8 ms | fp32, no spinning | int8, no spinning |")
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for layers in SIZES:
+            for length in (160, 64, 48):
+                folder = cut_folder(list(layers), length, Path(tmp) / f"{len(layers)}-{length}")
+                ms = []
+                for spin in ("1", "0"):
+                    os.environ["HOPGRAPH_ORT_SPINNING"] = spin
+                    query = Embedder(DEFAULT_EMBEDDER, backend="onnx")
+                    for precision in ("fp32", "int8"):
+                        enc = Embedder(DEFAULT_EMBEDDER, backend="onnx", precision=precision,
+                                       max_seq_length=length, student=str(folder))  # fmt: skip
+                        times = []
+                        for _ in range(10 + repeats):
+                            query.encode([QUESTION])
+                            t0 = time.perf_counter()
+                            enc.encode(texts)
+                            times.append(time.perf_counter() - t0)
+                        ms.append(1000 * statistics.median(times[10:]))
+                print(f"| {len(layers)} | {length} | {ms[0]:.1f} | {ms[1]:.1f} | {ms[2]:.1f} "
+                      f"| {ms[3]:.1f} |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

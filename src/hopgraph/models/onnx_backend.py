@@ -439,6 +439,30 @@ def memory_arena() -> bool:
     return os.environ.get("HOPGRAPH_ORT_ARENA", "1").strip() != "0"
 
 
+def spinning() -> bool:
+    """Whether ONNX Runtime's intra-op threads spin after a run, waiting for the next:
+    ``$HOPGRAPH_ORT_SPINNING`` ("0" or "1"), else on (ONNX Runtime's default). Spinning saves a
+    thread's wake-up when runs follow each other closely; off, the threads sleep at once, so a
+    search that runs several sessions in turn (query encoder, hop encoder, reranker) on few
+    cores does not lose time to the last one's spinning threads."""
+    return os.environ.get("HOPGRAPH_ORT_SPINNING", "1").strip() != "0"
+
+
+def session_options(threads: int | None = None, arena: bool | None = None) -> Any:
+    """ONNX Runtime session options for hopgraph's CPU sessions: every graph optimisation,
+    ``threads`` (else :func:`_cpu_count`) intra-op threads and one inter-op, the memory arena
+    as :func:`memory_arena` says unless ``arena`` is given, spinning as :func:`spinning` says."""
+    ort = require_onnxruntime()
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads or _cpu_count()
+    options.inter_op_num_threads = 1
+    options.enable_cpu_mem_arena = memory_arena() if arena is None else arena
+    if not spinning():
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
+
+
 def _cpu_count() -> int:
     """Threads for ONNX Runtime: ``$HOPGRAPH_THREADS`` when set (a Ray actor sets it to its
     CPUs), else the cores this process may run on."""
@@ -469,13 +493,10 @@ class OnnxEncoder:
         self.folder = Path(folder)
         self.meta = meta or json.loads((self.folder / "meta.json").read_text())
         self.dim = int(self.meta["dim"])
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads or _cpu_count()
-        options.inter_op_num_threads = 1
-        options.enable_cpu_mem_arena = memory_arena() if arena is None else arena
         self.session = ort.InferenceSession(
-            str(self.folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+            str(self.folder / "model.onnx"),
+            session_options(threads, arena),
+            providers=["CPUExecutionProvider"],
         )
         self.inputs = [i.name for i in self.session.get_inputs()]
         tok = Tokenizer.from_file(str(self.folder / "tokenizer.json"))

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from hopgraph.errors import ConfigError
-from hopgraph.models.onnx_backend import _cpu_count, memory_arena, require_onnxruntime
+from hopgraph.models.onnx_backend import require_onnxruntime, session_options
 
 FORMAT = "hopgraph-onnx-cross-encoder"
 FORMAT_VERSION = 1
@@ -77,13 +77,10 @@ class OnnxCrossEncoder:
         self._pool_b = head["pooler_bias"].astype(np.float32)
         self._cls_w = head["classifier_weight"].astype(np.float32)
         self._cls_b = head["classifier_bias"].astype(np.float32)
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads or _cpu_count()
-        options.inter_op_num_threads = 1
-        options.enable_cpu_mem_arena = memory_arena()
         self.session = ort.InferenceSession(
-            str(self.folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+            str(self.folder / "model.onnx"),
+            session_options(threads),
+            providers=["CPUExecutionProvider"],
         )
         self.inputs = [i.name for i in self.session.get_inputs()]
         tok = Tokenizer.from_file(str(self.folder / "tokenizer.json"))

@@ -7,6 +7,11 @@ vectors; InfoNCE at temperature :data:`TAU`, AdamW). The bundled MiniLM is the s
 token embeddings stay frozen (``freeze_embeddings``), so only the transformer layers are saved.
 The passage vectors of the index do not change. Deterministic on one machine: a fixed seed for
 the pair order and for dropout.
+
+A cheaper hop encoder (issue 63) is distilled from a trained one (:func:`distil_hop_student`):
+a few of its layers, reading the first tokens of a hop text only, trained to give the vectors
+the teacher gives for the whole text (:mod:`hopgraph.training.student`'s loss), on the hop texts
+of many (question, anchor) pairs: no gold labels, so any question's anchors serve.
 """
 
 from __future__ import annotations
@@ -107,6 +112,52 @@ def train_hop_encoder(
             tqdm.write(f"epoch {epoch + 1}: {len(order)} pairs, loss {mean:.3f}, "
                        f"{time.time() - t0:.0f} s")  # fmt: skip
     return st.eval()
+
+
+def hop_texts(index: Any, question: str, rows: Sequence[int]) -> list[str]:
+    """The hop texts of ``question`` with each anchor row of ``rows`` (distinct, in order)."""
+    return [hop_text(index.corpus, question, int(r)) for r in dict.fromkeys(rows)]
+
+
+def distil_hop_student(
+    texts: Sequence[str],
+    teacher: str | Path,
+    *,
+    layers: Sequence[int],
+    max_len: int,
+    teacher_len: int = 160,
+    epochs: int = 5,
+    seed: int = 0,
+    progress: bool = True,
+) -> tuple[Any, dict[str, Any]]:
+    """A hop encoder of ``layers`` of ``teacher``'s (a sentence-transformers folder of a trained
+    hop encoder, reading ``teacher_len`` tokens), reading ``max_len`` tokens, distilled on
+    ``texts`` (every 20th held out to measure its cosine to the teacher). Returns the student as
+    a sentence-transformers model and its training record."""
+    from sentence_transformers import SentenceTransformer
+
+    from hopgraph.models.student import cut_layers
+    from hopgraph.training.student import StudentConfig, distil_student
+
+    texts = list(texts)
+    val = texts[::20]
+    train = [t for k, t in enumerate(texts) if k % 20]
+    config = StudentConfig(
+        teacher=str(teacher),
+        layers=tuple(layers),
+        max_seq_length=max_len,
+        teacher_max_seq_length=teacher_len,
+        epochs=epochs,
+        seed=seed,
+    )
+    result = distil_student(train, val, config, progress=progress)
+    st = SentenceTransformer(str(teacher), device="cpu")
+    cut_layers(st[0].auto_model, list(layers))
+    st[0].auto_model.load_state_dict(result.model.state_dict())
+    st.max_seq_length = max_len
+    record = {"train_texts": result.n_train, "validation_texts": result.n_val,
+              "history": result.history, "train_seconds": round(result.seconds, 1)}  # fmt: skip
+    return st.eval(), record
 
 
 def save_hop_encoder(

@@ -34,6 +34,7 @@ class StudentConfig:
     teacher: str = DEFAULT_EMBEDDER
     layers: tuple[int, ...] = (0, 3, 5)  # the teacher's layers the student starts from
     max_seq_length: int = 256
+    teacher_max_seq_length: int = 0  # the teacher reads this many tokens (0: max_seq_length)
     epochs: int = 5
     lr: float = 2e-4
     weight_decay: float = 0.01
@@ -48,6 +49,16 @@ class StudentConfig:
         for name in ("epochs", "batch_size", "max_seq_length"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1")
+        if 0 < self.teacher_max_seq_length < self.max_seq_length:
+            raise ConfigError("the teacher must read at least the student's max_seq_length")
+
+    def teacher_len(self) -> int:
+        return self.teacher_max_seq_length or self.max_seq_length
+
+    def same_text(self) -> bool:
+        """Whether teacher and student read the same tokens (else the student reads the first
+        ``max_seq_length`` of the teacher's ``teacher_max_seq_length``)."""
+        return self.teacher_len() == self.max_seq_length
 
 
 @dataclass
@@ -99,7 +110,8 @@ def _encode(tok: Any, texts: list[str], max_len: int) -> Any:
 def cosine_to_teacher(
     student: Any, teacher: Any, tok: Any, texts: list[str], config: StudentConfig
 ) -> np.ndarray:
-    """Per text: cosine of the student's pooled vector to the teacher's."""
+    """Per text: cosine of the student's pooled vector to the teacher's (each reading its own
+    number of tokens)."""
     import torch
 
     out = np.empty(len(texts))
@@ -107,7 +119,9 @@ def cosine_to_teacher(
     with torch.inference_mode():
         for batch in _batches(lengths, 32, random.Random(0)):
             enc = _encode(tok, [texts[i] for i in batch], config.max_seq_length)
-            t = _pool(_run(teacher, enc), enc["attention_mask"])
+            tenc = enc if config.same_text() else _encode(
+                tok, [texts[i] for i in batch], config.teacher_len())  # fmt: skip
+            t = _pool(_run(teacher, tenc), tenc["attention_mask"])
             s = _pool(_run(student, enc), enc["attention_mask"])
             out[batch] = (t * s).sum(-1).numpy()
     return out
@@ -115,21 +129,26 @@ def cosine_to_teacher(
 
 def _teacher_states(
     teacher: Any, tok: Any, texts: list[str], config: StudentConfig, progress: bool
-) -> list[Any]:
-    """The teacher's final token states of every text (bf16, unpadded): computed once, as
-    every epoch trains on the same targets."""
+) -> tuple[list[Any], Any]:
+    """The teacher's final token states of every text (bf16, unpadded) and, where it reads
+    more tokens than the student, its pooled vectors (else None: pooled from the states):
+    computed once, as every epoch trains on the same targets."""
     import torch
 
     out: list[Any] = [None] * len(texts)
+    pooled = None if config.same_text() else torch.zeros(len(texts), teacher.config.hidden_size)
     order = sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
     with torch.inference_mode():
         for lo in tqdm(range(0, len(order), 32), desc="teacher", disable=not progress):
             batch = order[lo : lo + 32]
-            enc = _encode(tok, [texts[i] for i in batch], config.max_seq_length)
-            states = _run(teacher, enc).to(torch.bfloat16)
+            enc = _encode(tok, [texts[i] for i in batch], config.teacher_len())
+            full = _run(teacher, enc)
+            if pooled is not None:
+                pooled[batch] = _pool(full, enc["attention_mask"])
+            states = full.to(torch.bfloat16)
             for row, i in enumerate(batch):
                 out[i] = states[row, : int(enc["attention_mask"][row].sum())].clone()
-    return out
+    return out, pooled
 
 
 def _run(model: Any, enc: Any) -> Any:
@@ -160,7 +179,7 @@ def distil_student(
             m.p = 0.0
     params = [p for p in student.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    targets = _teacher_states(teacher, tok, texts, config, progress)
+    targets, pooled = _teacher_states(teacher, tok, texts, config, progress)
     lengths = [len(t) for t in targets]
     steps = config.epochs * -(-len(texts) // config.batch_size)
     warm = max(1, int(config.warmup * steps))
@@ -174,13 +193,15 @@ def distil_student(
         for batch in _batches(lengths, config.batch_size, rng):
             enc = _encode(tok, [texts[i] for i in batch], config.max_seq_length)
             mask = enc["attention_mask"]
-            target = torch.nn.utils.rnn.pad_sequence(
-                [targets[i] for i in batch], batch_first=True
+            target = torch.nn.utils.rnn.pad_sequence(  # the teacher's states of the same tokens
+                [targets[i][: int(n)] for i, n in zip(batch, mask.sum(1), strict=True)],
+                batch_first=True,
             ).float()
             states = _run(student, enc)
             m = mask.unsqueeze(-1).float()
             token_mse = (((states - target) ** 2) * m).sum() / (m.sum() * states.shape[-1])
-            cos = (_pool(states, mask) * _pool(target, mask)).sum(-1)
+            aim = _pool(target, mask) if pooled is None else pooled[batch]
+            cos = (_pool(states, mask) * aim).sum(-1)
             loss = config.token_weight * token_mse + (1 - cos).mean()
             opt.zero_grad(set_to_none=True)
             loss.backward()
