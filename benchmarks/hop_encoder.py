@@ -55,11 +55,13 @@ evaluated questions (the ranker's training features stay fp32), as ``multihop``'
 training chain (as the shipped encoder is trained) in place of the two fold encoders' mean.
 ``--student-layers`` (issue 63: a hop encoder cheap enough for the default) distils each trained
 encoder (each fold's, the full one's, the shipped one's) into those of its layers reading the
-first ``--student-len`` tokens of a hop text (:func:`~hopgraph.training.hop_encoder.
-distil_hop_student`: the teacher's vector of the whole text as the target), on the hop texts of
-every training question (the held-out set's never) with its first round's anchors, its gold
-passages and its first 5 candidates; the students then give every hop feature, the ranker's
-training features included, and ``--backend`` runs the students. ``--scale-work DIR`` also fits the ranker on the shipped ranker's scale training sets
+first ``--student-len`` tokens of a hop text (``training.hop_encoder.distil_hop_student``: the
+teacher's vector of the whole text as the target), on the hop texts of every training question
+(the held-out set's never) with its first round's anchors, its gold passages and its first 5
+candidates; the students then give every hop feature, the ranker's training features included,
+and ``--backend`` runs the students.
+
+``--scale-work DIR`` also fits the ranker on the shipped ranker's scale training sets
 (``default_ranker.SCALE``: the train sets buried in 100k passages, their corpora and indexes in
 DIR, made there where missing), last, as the default's recipe does since issue 38. Their
 questions are the train sets' own, so each gets the hop features of the fold encoder that did not
