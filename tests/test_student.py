@@ -278,17 +278,19 @@ def test_auto_takes_the_student_only_where_it_agrees_with_the_query_encoder(
 
 
 @pytest.mark.data
-def test_the_student_agrees_on_wikipedia_passages_and_not_on_biomedical_abstracts(data_dir):
+def test_the_student_agrees_on_wikipedia_passages_and_not_on_text_it_never_saw(data_dir):
+    """The gate's two sides on real corpora: English Wikipedia passages (a kind the student
+    learned from) pass it, German ones (never seen; MiniLM is an English encoder) do not."""
     from hopgraph.corpus import load_dataset
 
     o = make_options(DenseOptions, {})
-    found = {n: data_dir / n for n in ("2wikimultihopqa", "scifact") if (data_dir / n).is_dir()}
+    found = {n: data_dir / n for n in ("2wikimultihopqa", "xquad_de") if (data_dir / n).is_dir()}
     if len(found) < 2:
-        pytest.skip("2wikimultihopqa or scifact not in the data folder")
+        pytest.skip("2wikimultihopqa or xquad_de not in the data folder")
     wiki = o.student_agreement(load_dataset(found["2wikimultihopqa"]).corpus)
-    bio = o.student_agreement(load_dataset(found["scifact"]).corpus)
-    # measured on whole corpora: 0.931 and 0.819 (docs/notes/encoding.md, "The passage student")
-    assert wiki > 0.9 > bio, (wiki, bio)
+    german = o.student_agreement(load_dataset(found["xquad_de"]).corpus)
+    # measured on whole corpora: 0.933 and 0.772 (docs/notes/encoding.md, "The shipped student")
+    assert wiki > 0.9 > german, (wiki, german)
 
 
 def test_a_staged_build_decides_its_passage_encoder_when_the_vectors_start(tmp_path):
