@@ -395,6 +395,7 @@ def main() -> None:
     if args.backend != "torch" and models_dir is None:
         raise SystemExit("error: --backend onnx-* needs --models-dir (the export reads a folder)")
     distil_items = [it for it in train_items + synthetic if it[0] != E]
+    texts = distil_texts(C, cands, distil_items) if args.student_layers else []  # once, for all
     models, X_extra = [], {}
     seeds = [int(x) for x in args.ensemble.split(",")] if args.ensemble else [args.seed]
     for k in range(2):
@@ -413,7 +414,7 @@ def main() -> None:
             draws.append(encoder(pairs, replace_seed(args, seed), path))
         models.append(draws[0] if len(draws) == 1 else MeanEncoder(draws))
         if args.student_layers:
-            path = distilled(path, distil_texts(C, cands, distil_items), args)
+            path = distilled(path, texts, args)
             models[k] = student_model(path, args)
         if args.backend != "torch":
             length = args.student_len if args.student_layers else args.max_len
@@ -430,7 +431,7 @@ def main() -> None:
         path = models_dir / f"{E}-full{variant}" if models_dir else None
         models = [encoder(pairs_of(train_items + synthetic), args, path)]
         if args.student_layers:
-            path = distilled(path, distil_texts(C, cands, distil_items), args)
+            path = distilled(path, texts, args)
             models = [student_model(path, args)]
         if args.backend != "torch":
             length = args.student_len if args.student_layers else args.max_len
@@ -472,7 +473,6 @@ def main() -> None:
         pairs = pairs_of(train_items + synthetic)
         label = "+ hop encoder (chains)" if args.gate else "+ hop encoder"
         ranked = [it for it in ranker_items if not (args.gate and is_comparison(cands[it][2]))]
-        texts = distil_texts(C, cands, distil_items) if args.student_layers else []
         full = models_dir / f"all-full{variant}" if models_dir else None
         ship(Path(args.ship), args, pairs, boosters[label][0], train_items, ranked, texts, full)
         return
