@@ -198,6 +198,21 @@ def test_memory_arena_is_a_setting_and_changes_no_vector(onnx_cache, monkeypatch
         np.testing.assert_array_equal(without.encode([text]), with_arena.encode([text]))
 
 
+def test_spinning_is_a_setting_and_changes_no_vector(onnx_cache, monkeypatch):
+    """$HOPGRAPH_ORT_SPINNING=0 builds sessions whose intra-op threads do not spin after a run
+    (ONNX Runtime's default: they do); the vectors are the same bit for bit."""
+    folder = onnx_backend.ensure_exported(resolve_model("all-MiniLM-L6-v2"))
+    key = "session.intra_op.allow_spinning"
+    monkeypatch.delenv("HOPGRAPH_ORT_SPINNING", raising=False)
+    assert onnx_backend.spinning()
+    spinning = onnx_backend.OnnxEncoder(folder, max_seq_length=256)
+    monkeypatch.setenv("HOPGRAPH_ORT_SPINNING", "0")
+    assert not onnx_backend.spinning()
+    assert onnx_backend.session_options().get_session_config_entry(key) == "0"
+    still = onnx_backend.OnnxEncoder(folder, max_seq_length=256)
+    np.testing.assert_array_equal(still.encode(TEXTS, batch_size=2), spinning.encode(TEXTS, 2))
+
+
 def test_a_server_exports_in_a_child_process(tmp_path):
     """With HOPGRAPH_EXPORT_IN_CHILD (set by hopgraph serve), a model not yet exported is
     exported by a child process: the serving process never imports torch, and its query
