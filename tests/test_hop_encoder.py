@@ -4,6 +4,7 @@ end, the comparison gate, and the packaged encoder."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -127,6 +128,48 @@ def test_a_trained_folder_ranks_chains_and_leaves_comparisons_to_the_default(
     assert b.info["hop_encoder"].startswith("comparison question")
     assert (a.ids, a.scores) == (b.ids, b.scores)
     assert set(json.loads((trained_folder / "meta.json").read_text())) >= {"kind", "config"}
+
+
+def test_in_the_chain_round_only_the_first_round_is_the_defaults_and_one_round_is_encoded(
+    trained_folder, demo_dataset, default_index, monkeypatch
+):
+    enc = load_hop_encoder(trained_folder)
+    encoded: list[int] = []
+    real = enc.embedder.encode
+
+    def counting(texts, **kw):
+        encoded.append(len(texts))
+        return real(texts, **kw)
+
+    monkeypatch.setattr(enc.embedder, "encode", counting)
+    plain = get_retriever(default_index)
+    chain = get_retriever(default_index, hop_encoder=True, hop_encoder_model=str(trained_folder),
+                          hop_encoder_rounds="chain")  # fmt: skip
+    s = plain.settings
+    dense = default_index.part("dense")
+    changed = 0
+    for q in demo_dataset.questions:
+        if q.metadata.get("type") == "comparison":
+            continue
+        encoded.clear()
+        a, b = plain.search(q.text, k=10), chain.search(q.text, k=10)
+        assert b.info["hop_encoder"] == "on: chain round"
+        assert encoded == [3]  # the chain round's three anchors, in one batch; nothing before
+        assert "hop_encoder" in b.explanations[0]["signals"]
+        changed += a.scores != b.scores
+        # the same by hand: the first round is the default ranker's on the default's features
+        v = dense.encode_queries([q.text])[0]
+        cols = enc.columns(default_index, q.text)
+        last = score_candidates(default_index, s, q.text, v, plain.ranker.score, None, None,
+                                (enc.ranker.score, cols))  # fmt: skip
+        ref = score_candidates(default_index, replace(s, chain=0), q.text, v, plain.ranker.score)
+        np.testing.assert_array_equal(last.before.scores, ref.scores)
+        assert last.feats.X.shape[1] == len(FEATURES) + 2 == ref.feats.X.shape[1] + 2
+    assert changed
+    off = get_retriever(default_index, hop_encoder=True, hop_encoder_model=str(trained_folder),
+                        hop_encoder_rounds="chain", chain=0)  # fmt: skip
+    why = off.search(demo_dataset.questions[0].text, k=3).info["hop_encoder"]
+    assert why.startswith("hop_encoder_rounds=chain and chain=0")
 
 
 def test_the_switch_says_where_it_does_not_apply(demo_dataset, trained_folder):

@@ -158,6 +158,14 @@ class MultihopParams:
         "dynamically quantised; auto = bf16 where it can run, else fp32",
         choices=("auto", "bf16", "fp32", "int8"),
     )
+    hop_encoder_rounds: str = option(
+        "all",
+        "where the hop encoder's features are taken: all = in the first round and the chain "
+        "round (as trained); chain = in the chain round only (the first round is the default's "
+        "own ranking, so one round of hop texts is encoded: the cheaper form, issue 63; needs "
+        "chain > 0)",
+        choices=("all", "chain"),
+    )
     query_vectors: int = option(
         -1,
         "on an index without passage vectors (entity-name titles): encode the question and the "
@@ -218,12 +226,15 @@ def score_candidates(
     scorer: Callable[[np.ndarray], np.ndarray] | None,
     fh: FirstHop | None = None,
     extra: Columns | None = None,
+    chain_with: tuple[Callable[[np.ndarray], np.ndarray], Columns | None] | None = None,
 ) -> Scored:
     """First hop (``fh`` when already computed), anchors, bridge pages, rewritten queries,
     features, and ``scorer``'s scores of every candidate of ``query`` (zeros without a scorer:
     training collects features); then, with a scorer and ``s.chain``, the chain round
     (:func:`chain_round`). ``extra``: more feature columns, from each round's candidates and
-    anchors (the hop encoder's), appended to the features the scorer reads."""
+    anchors (the hop encoder's), appended to the features the scorer reads. ``chain_with``: the
+    chain round's own (scorer, extra) in place of ``scorer`` and ``extra`` (the hop encoder in
+    the chain round only)."""
     fh = fh if fh is not None else first_hop(index, s, query, qvec)
     anchors = first_anchors(fh, s.anchors)
     via = bridges(index, s, anchors)
@@ -234,7 +245,10 @@ def score_candidates(
     if scorer is None:
         return Scored(fh, rows_a, hf, np.zeros(len(rows_a)), anchors, rw)
     first = Scored(fh, rows_a, hf, np.asarray(scorer(hf.X), np.float64), anchors, rw)
-    return chain_round(index, s, first, scorer, extra) if s.chain > 0 else first
+    if s.chain <= 0:
+        return first
+    then, then_extra = chain_with if chain_with is not None else (scorer, extra)
+    return chain_round(index, s, first, then, then_extra)
 
 
 def widened(
@@ -298,6 +312,8 @@ class MultihopRetriever(Retriever):
         if params.hop_encoder and kind != "entity_titles":
             self.hop_off = ("no passage vectors" if not self.vectors
                             else "corpus titles are not entity names")  # fmt: skip
+        elif params.hop_encoder and params.hop_encoder_rounds == "chain" and params.chain <= 0:
+            self.hop_off = "hop_encoder_rounds=chain and chain=0: no chain round to run it in"
         elif params.hop_encoder:
             from hopgraph.models.hop_encoder import load_hop_encoder
 
@@ -347,12 +363,20 @@ class MultihopRetriever(Retriever):
         return self._rank(query, k, first_hop(self.index, self.settings, query, qvec))
 
     def _rank(self, query: str, k: int, fh: FirstHop) -> Ranking:
-        ranker, extra, hop = self.ranker, None, self.hop_off
+        ranker, extra, chain_with, hop = self.ranker, None, None, self.hop_off
         if self.hop is not None and is_comparison(query):
             hop = "comparison question: the default's ranking"
+        elif self.hop is not None and self.params.hop_encoder_rounds == "chain":
+            # the first round is the default's own; the chain round scores with the encoder's
+            # features, so the one round of hop texts encoded is the chain round's anchors
+            chain_with = (self.hop.ranker.score, self.hop.columns(self.index, query))
+            ranker, hop = self.hop.ranker, "on: chain round"
         elif self.hop is not None:
             ranker, extra, hop = self.hop.ranker, self.hop.columns(self.index, query), "on"
-        last = score_candidates(self.index, self.settings, query, fh.qvec, ranker.score, fh, extra)
+        first_scorer = self.ranker.score if chain_with else ranker.score
+        last = score_candidates(
+            self.index, self.settings, query, fh.qvec, first_scorer, fh, extra, chain_with
+        )
         weights = self.weights.for_query(last.fh)  # BM25's with this query's margin
         order, final = final_order(last, weights, self.params.k_rrf)
         allowed = allowed_rows()
