@@ -2,7 +2,7 @@
 default?).
 
     PYTHONPATH=src .venv/bin/python benchmarks/experiments/hop_encoder_cost.py \
-        [--repeats 60] [--threads 2] [--backend torch|onnx]
+        [--repeats 60] [--threads 2] [--backend torch|onnx|onnx-sessions]
 
 Encodes one round's 3 hop texts (``question [SEP] title. text``, a composed question and a
 passage longer than every cut) with the bundled MiniLM cut to 6, 3 (0, 3, 5: the passage
@@ -13,7 +13,11 @@ switch's bf16 path does. ``--backend onnx`` (issue 63): the shipped hop encoder'
 each size as a student folder, run as ``multihop``'s ``hop_encoder_precision=fp32`` and
 ``int8`` run it (hopgraph's ONNX Runtime encoder over the composed export), with ONNX Runtime's
 threads spinning after a run (its default) and not (``HOPGRAPH_ORT_SPINNING=0``); between two
-rounds a query-encoder run, as in a search.
+rounds a query-encoder run, as in a search. ``--backend onnx-sessions`` (issue 63): a search's
+two sessions, int8, 3 layers at 64 tokens and 2 at 48: a query-encoder run, 5 ms (the first
+round's work), then a round; each session with spinning on or off (ONNX Runtime reads it when a
+session is made), and the hop session on ``--threads`` and on 1 thread with both off; prints the
+median ms of the query run and of the round.
 """
 
 from __future__ import annotations
@@ -47,10 +51,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=60)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--backend", choices=("torch", "onnx"), default="torch")
+    ap.add_argument("--backend", choices=("torch", "onnx", "onnx-sessions"), default="torch")
     args = ap.parse_args()
     if args.backend == "onnx":
         onnx_costs(args.repeats)
+        return
+    if args.backend == "onnx-sessions":
+        session_costs(args.repeats, args.threads)
         return
 
     import torch
@@ -129,6 +136,42 @@ def onnx_costs(repeats: int) -> None:
                         ms.append(1000 * statistics.median(times[10:]))
                 print(f"| {len(layers)} | {length} | {ms[0]:.1f} | {ms[1]:.1f} | {ms[2]:.1f} "
                       f"| {ms[3]:.1f} |", flush=True)  # fmt: skip
+
+
+def session_costs(repeats: int, threads: int) -> None:
+    """The query encoder's run and a hop round in turn, each session spinning or not."""
+    from hopgraph.models.embedder import Embedder
+    from hopgraph.models.onnx_backend import OnnxEncoder
+
+    texts = [f"{QUESTION} [SEP] {PASSAGE}"] * 3
+    cases = [("1", "1", threads), ("1", "0", threads), ("0", "1", threads), ("0", "0", threads),
+             ("0", "0", 1)]  # fmt: skip
+    print("| layers | tokens | query spins | hop spins | hop threads | query ms | hop round ms |")
+    print("|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for layers, length in (([0, 3, 5], 64), ([0, 5], 48)):
+            folder = cut_folder(layers, length, Path(tmp) / f"{len(layers)}-{length}")
+            for query_spins, hop_spins, n in cases:
+                os.environ["HOPGRAPH_ORT_SPINNING"] = query_spins  # read as a session is made
+                query = Embedder(DEFAULT_EMBEDDER, backend="onnx")
+                os.environ["HOPGRAPH_ORT_SPINNING"] = hop_spins
+                hop = Embedder(DEFAULT_EMBEDDER, backend="onnx", precision="int8",
+                               max_seq_length=length, student=str(folder))  # fmt: skip
+                hop._onnx = OnnxEncoder(hop._onnx.folder, max_seq_length=length, threads=n)
+                tq, th = [], []
+                for _ in range(10 + repeats):
+                    t0 = time.perf_counter()
+                    query.encode([QUESTION])
+                    tq.append(time.perf_counter() - t0)
+                    time.sleep(0.005)
+                    t0 = time.perf_counter()
+                    hop.encode(texts)
+                    th.append(time.perf_counter() - t0)
+                q_ms, h_ms = (1000 * statistics.median(t[10:]) for t in (tq, th))
+                yes = {"1": "yes", "0": "no"}
+                print(f"| {len(layers)} | {length} | {yes[query_spins]} | {yes[hop_spins]} | {n} "
+                      f"| {q_ms:.1f} | {h_ms:.1f} |", flush=True)  # fmt: skip
+    os.environ.pop("HOPGRAPH_ORT_SPINNING", None)
 
 
 if __name__ == "__main__":
