@@ -14,7 +14,6 @@ reading 160 tokens (as trained). The set's questions are in neither's training t
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
@@ -22,13 +21,13 @@ import numpy as np
 
 
 def hop_texts(folder: Path, limit: int) -> list[str]:
-    corpus = [json.loads(line) for line in (folder / "corpus.jsonl").open(encoding="utf-8")]
-    texts = []
-    for line in (folder / "questions.jsonl").open(encoding="utf-8"):
-        q = json.loads(line)
-        for g in q["gold_corpus_idx"]:
-            p = corpus[g]
-            texts.append(f"{q['question']} [SEP] {p['title']}. {p['text']}")
+    """The first ``limit`` hop texts of the dev questions with each of their gold passages."""
+    from hopgraph.corpus import load_dataset
+    from hopgraph.models.hop_encoder import hop_text
+
+    data = load_dataset(folder)
+    position = data.corpus.position
+    texts = [hop_text(data.corpus, q.text, position(g)) for q in data.questions for g in q.gold]
     return texts[:limit]
 
 
