@@ -9,7 +9,8 @@ the Makefile); measuring, about 15 min per held-out set (estimated from the two 
         [--backend torch|onnx-fp32|onnx-int8] [--max-len 160] [--freeze-embeddings] \
         [--layers 0,3,5] [--synthetic N [--synthetic-kind bridge]] [--gate] [--bf16] [--seed N]
         [--ensemble 0,1 | --full-encoder] [--scale-work DIR] [--parts]
-        [--student-layers 0,3,5 [--student-len 64] [--student-epochs 5]]
+        [--student-layers 0,3,5 [--student-len 64] [--student-epochs 5]
+         [--distil-extra xquad_en,pubmedqa,scifact,cacm,med,npl,time]]
     .venv/bin/python benchmarks/hop_encoder.py --ship src/hopgraph/models/hop-encoder \
         --freeze-embeddings --gate --data-dir ../shared/data --models-dir WORK   # make hop-encoder
 
@@ -59,7 +60,12 @@ first ``--student-len`` tokens of a hop text (``training.hop_encoder.distil_hop_
 teacher's vector of the whole text as the target), on the hop texts of every training question
 (the held-out set's never) with its first round's anchors, its gold passages and its first 5
 candidates; the students then give every hop feature, the ranker's training features included,
-and ``--backend`` runs the students.
+and ``--backend`` runs the students. ``--distil-extra`` adds, for the students only, the hop texts
+of more questions, no label read: each question of those collections (English ones whose titles
+are not entity names, so the hop encoder never runs on them and their own figures stay
+untouched) with its first round's top ``--distil-extra-k`` candidates. A student fitted on a few
+hundred questions' texts agrees with its teacher far less on new questions than on its own
+(``experiments/hop_student_agreement.py``); these are more questions to learn from.
 
 ``--scale-work DIR`` also fits the ranker on the shipped ranker's scale training sets
 (``default_ranker.SCALE``: the train sets buried in 100k passages, their corpora and indexes in
@@ -331,6 +337,13 @@ def main() -> None:
     ap.add_argument("--student-len", type=int, default=64, help="tokens a student reads")
     ap.add_argument("--student-epochs", type=int, default=5)
     ap.add_argument(
+        "--distil-extra", default="",
+        help="with --student-layers: also distil on the hop texts of these collections' questions "
+        "(comma-separated, read from --data-dir, scifact's train split) with their first round's "
+        "top --distil-extra-k candidates; no label is read",
+    )  # fmt: skip
+    ap.add_argument("--distil-extra-k", type=int, default=3)
+    ap.add_argument(
         "--scale-work", nargs="?", const=str(SCALE_WORK), default=None,
         help="also fit the ranker on the recipe's scale training sets, their corpora and "
         f"indexes in this folder (default {SCALE_WORK}; made where missing)",
@@ -346,6 +359,8 @@ def main() -> None:
         raise SystemExit("error: --bf16 needs --gate and --backend torch")
     if args.ship and args.seed:
         raise SystemExit("error: --ship trains with seed 0 (the shipped encoder's draw)")
+    if args.distil_extra and not args.student_layers:
+        raise SystemExit("error: --distil-extra needs --student-layers (it is a student's texts)")
     if args.student_layers and not args.models_dir:
         raise SystemExit("error: --student-layers needs --models-dir (a student reads its teacher)")
     if args.ship and not (args.freeze_embeddings and args.backend == "torch" and not args.layers
@@ -396,6 +411,9 @@ def main() -> None:
         raise SystemExit("error: --backend onnx-* needs --models-dir (the export reads a folder)")
     distil_items = [it for it in train_items + synthetic if it[0] != E]
     texts = distil_texts(C, cands, distil_items) if args.student_layers else []  # once, for all
+    if args.distil_extra:
+        extra = [n for n in args.distil_extra.split(",") if n]
+        texts += extra_texts(data, extra, args.index_dir, one, args.distil_extra_k)
     models, X_extra = [], {}
     seeds = [int(x) for x in args.ensemble.split(",")] if args.ensemble else [args.seed]
     for k in range(2):
@@ -562,13 +580,34 @@ def distil_texts(C: dict, cands: dict, items: list) -> list[str]:
     return out
 
 
+def extra_texts(data: Path, names: list[str], index_dir: Any, s: Any, k: int) -> list[str]:
+    """More texts for a student, no label read: each question of the collections ``names`` (in
+    ``data``; scifact's train split, the others' test) with its first round's top ``k``
+    candidates, the hop texts the default would encode there."""
+    from hopgraph.training.hop_encoder import hop_texts
+
+    out = []
+    for name in names:
+        c = default_index(name, name, data, index_dir, "train" if name == "scifact" else "test")
+        for q, v in zip(c.dataset.questions, c.qvecs, strict=True):
+            found = score_candidates(c.index, s, q.text, v, None)
+            out += hop_texts(c.index, q.text, found.rows[:k].tolist())
+    print(f"distillation texts of {','.join(names)}: {len(out)}", file=sys.stderr, flush=True)
+    return out
+
+
 def distilled(teacher: Path, texts: list[str], args: argparse.Namespace) -> Path:
     """The folder of ``teacher``'s student (``--student-layers``, ``--student-len``), distilled
     on ``texts`` where it is not there yet."""
     from hopgraph.training.hop_encoder import distil_hop_student
 
     layers = [int(i) for i in args.student_layers.split(",")]
-    out = Path(f"{teacher}-student{''.join(map(str, layers))}-len{args.student_len}")
+    out = Path(
+        f"{teacher}-student{''.join(map(str, layers))}-len{args.student_len}"
+        + ("" if args.student_epochs == 5 else f"-ep{args.student_epochs}")
+        + (f"-extra{args.distil_extra_k}-{args.distil_extra.replace(',', '+')}"
+           if args.distil_extra else "")
+    )  # fmt: skip
     if not out.exists():
         st, record = distil_hop_student(
             texts, teacher, layers=layers, max_len=args.student_len, teacher_len=args.max_len,
