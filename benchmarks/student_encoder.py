@@ -37,7 +37,14 @@ default index (``default_ranker.py``'s), its dense part rebuilt by each encoder 
 shipped ranker) evaluated: R@2/5/10 and nDCG@10, with the paired bootstrap of the default's
 ΔR@5. The shipped student has seen 600 unlabelled passages of SciFact's corpus, none of the
 other three; the per-collection agreement of students that never saw a collection is
-``agreement``'s, run on the fold students (docs/notes/encoding.md).
+``agreement``'s, run on the fold students (docs/notes/encoding.md). The student reads
+``dense.student_max_seq_length`` tokens (160), the teacher 256, in both.
+
+    PYTHONPATH=src python benchmarks/student_encoder.py agreement --data-dir ../shared/data \
+        [--student FOLDER] [--student-tokens 160] [--corpora C100K/corpus.jsonl] [--out FILE]
+
+``agreement`` is the gate's cosine (both encoders reading ``--student-tokens``) on each
+collection and each corpus of ``--corpora``.
 """
 
 from __future__ import annotations
@@ -155,11 +162,11 @@ def speed_texts(args: argparse.Namespace) -> list[str]:
     return texts
 
 
-def speed(texts: list[str], repeats: int, student: str) -> dict[str, Any]:
+def speed(texts: list[str], repeats: int, student: str, tokens: int = 0) -> dict[str, Any]:
     from hopgraph.config import make_options
     from hopgraph.index.dense_options import DenseOptions
 
-    opts = make_options(DenseOptions, {"student": student})
+    opts = make_options(DenseOptions, {"student": student, **student_tokens(tokens)})
     encoders = {e: opts.embedder_for(e) for e in ENCODERS}
     for emb in encoders.values():
         emb.encode(texts[:64], batch_size=opts.batch_size)  # warm-up
@@ -183,7 +190,12 @@ def speed(texts: list[str], repeats: int, student: str) -> dict[str, Any]:
     }
 
 
-def recall(data_dir: Path, sets: list[str], student: str) -> dict[str, Any]:
+def student_tokens(tokens: int) -> dict[str, int]:
+    """``dense.student_max_seq_length`` as given (0: the option's default)."""
+    return {"student_max_seq_length": tokens} if tokens else {}
+
+
+def recall(data_dir: Path, sets: list[str], student: str, tokens: int = 0) -> dict[str, Any]:
     from default_ranker import set_corpus
 
     from hopgraph.cache import index_cache_dir
@@ -200,7 +212,7 @@ def recall(data_dir: Path, sets: list[str], student: str) -> dict[str, Any]:
         vecs = {}
         for enc in ENCODERS:
             index = Index.load(index_cache_dir(data_dir / name, c.dataset.name))
-            chosen = {"passage_encoder": enc, "student": student}
+            chosen = {"passage_encoder": enc, "student": student, **student_tokens(tokens)}
             dense = asdict(index.part("dense").options) | chosen
             t0 = time.perf_counter()
             index.add_parts(["dense"], {"dense": dense}, progress=False, rebuild_changed=True)
@@ -230,13 +242,15 @@ AGREEMENT_SETS = ("hotpotqa", "musique", "2wikimultihopqa", "time", "xquad_en", 
 
 def agreement(args: argparse.Namespace) -> None:
     """The gate's measure (``DenseOptions.student_agreement``: 256 passages spread over the
-    corpus) for the student in ``--student`` on each collection, and the corpora in
-    ``--corpora`` (jsonl files)."""
+    corpus, both encoders reading ``--student-tokens``) for the student in ``--student`` on
+    each collection, and the corpora in ``--corpora`` (jsonl files)."""
     from hopgraph.config import make_options
     from hopgraph.corpus import load_corpus
     from hopgraph.index.dense_options import DenseOptions
 
-    opts = make_options(DenseOptions, {"student": args.student})
+    opts = make_options(
+        DenseOptions, {"student": args.student, **student_tokens(args.student_tokens)}
+    )
     out: dict[str, float] = {}
     for name in args.sets.split(","):
         out[name] = round(
@@ -246,7 +260,8 @@ def agreement(args: argparse.Namespace) -> None:
     for path in (x for x in args.corpora.split(",") if x):
         out[path] = round(opts.student_agreement(load_corpus(path)), 4)
         print(path, out[path], file=sys.stderr, flush=True)
-    report = {"command": " ".join(sys.argv), "student": args.student, "agreement": out}
+    report = {"command": " ".join(sys.argv), "student": args.student,
+              "student_tokens": opts.student_length(), "agreement": out}  # fmt: skip
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report, indent=1))
@@ -254,10 +269,12 @@ def agreement(args: argparse.Namespace) -> None:
 
 def evaluate_student(args: argparse.Namespace) -> None:
     report: dict[str, Any] = {"command": " ".join(sys.argv)}
-    report["speed"] = speed(speed_texts(args), args.repeats, args.student)
+    report["speed"] = speed(speed_texts(args), args.repeats, args.student, args.student_tokens)
     print(json.dumps(report["speed"]), file=sys.stderr)
     if not args.no_recall:
-        report["recall"] = recall(Path(args.data_dir), args.sets.split(","), args.student)
+        report["recall"] = recall(
+            Path(args.data_dir), args.sets.split(","), args.student, args.student_tokens
+        )
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report, indent=1))
 
@@ -283,6 +300,10 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("--student", default="bundled", help="a student folder (default: bundled)")
     g.add_argument("--sets", default=",".join(AGREEMENT_SETS))
     g.add_argument("--corpora", default="", help="more corpora (jsonl files), comma-separated")
+    g.add_argument(
+        "--student-tokens", type=int, default=0,
+        help="dense.student_max_seq_length (default: the option's default)",
+    )  # fmt: skip
     g.add_argument("--out", default="")
     e = sub.add_parser("evaluate", help="speed, cosine and recall of the student")
     e.add_argument("--data-dir", default=os.environ.get("HOPGRAPH_DATA", "../shared/data"))
@@ -293,6 +314,10 @@ def main(argv: list[str] | None = None) -> None:
     e.add_argument("--out", default="benchmarks/results/student_encoder.json")
     e.add_argument("--sets", default=",".join(EVAL_SETS))
     e.add_argument("--student", default="bundled", help="a student folder (default: bundled)")
+    e.add_argument(
+        "--student-tokens", type=int, default=0,
+        help="dense.student_max_seq_length (default: the option's default)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     if args.cmd == "train":
         train(args)

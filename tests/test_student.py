@@ -10,6 +10,7 @@ import pytest
 
 from hopgraph.config import make_options
 from hopgraph.errors import ConfigError
+from hopgraph.index import dense_options
 from hopgraph.index.dense_options import DenseOptions
 from hopgraph.models import load_embedder
 from hopgraph.models.student import (
@@ -235,7 +236,7 @@ def test_a_student_built_index_records_it_and_updates_with_it(tmp_path):
     assert manifest["parts"]["dense"]["stats"]["passage_encoder"] == "student"
     corpus = load_corpus(path)
     texts = [p.content for p in corpus]
-    student = load_embedder(backend="torch", student=str(BUNDLED_STUDENT))
+    student = load_embedder(backend="torch", student=str(BUNDLED_STUDENT), max_seq_length=160)
     cos = np.sum(np.asarray(dense.embeddings) * student.encode(texts), axis=1)
     assert cos.min() > 0.999  # the student's vectors (bf16: batch padding moves the last bits)
     teacher = load_embedder().encode(texts)
@@ -247,6 +248,24 @@ def test_a_student_built_index_records_it_and_updates_with_it(tmp_path):
     np.testing.assert_allclose(new, np.asarray(dense.embeddings[:2]), atol=1e-6)
     hits = get_retriever(ix, "dense").search(texts[3], k=1)
     assert hits.ids[0] == corpus[3].id
+
+
+def test_the_student_reads_the_first_student_max_seq_length_tokens_of_a_passage():
+    """A passage past 160 tokens gets the student's vector of its first 160 (its own limit,
+    not the query encoder's 256); the limit is an option, capped by max_seq_length."""
+    text = "Orrendale was a steamship built on the Clyde for the Orient line. " * 30  # ~500
+    o = make_options(DenseOptions, {})
+    assert (o.student_length(), o.max_seq_length) == (160, 256)
+    backend, precision = dense_options.student_backend()
+    at = {n: load_embedder(backend=backend, precision=precision, student=str(BUNDLED_STUDENT),
+                           max_seq_length=n).encode([text])[0] for n in (160, 256)}  # fmt: skip
+    got = o.embedder_for("student").encode([text])[0]
+    assert float(got @ at[160]) > 0.9999 and float(at[160] @ at[256]) < 0.999
+    wide = make_options(DenseOptions, {"student_max_seq_length": 512})
+    assert wide.student_length() == 256
+    assert float(wide.embedder_for("student").encode([text])[0] @ at[256]) > 0.9999
+    with pytest.raises(ConfigError, match="student_max_seq_length"):
+        make_options(DenseOptions, {"student_max_seq_length": 0})
 
 
 def test_auto_takes_the_student_only_where_it_agrees_with_the_query_encoder(

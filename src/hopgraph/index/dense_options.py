@@ -1,7 +1,8 @@
 """The ``dense`` part's options (:class:`DenseOptions`) and the choice of what encodes the
 passages of a build: the query encoder (``same``); from ``fast_encode_min_passages`` passages
 on, the distilled 3-layer passage student of the query encoder (``student``,
-:mod:`hopgraph.models.student`), or where there is none for it PyTorch with bf16 weights on a
+:mod:`hopgraph.models.student`; it reads a passage's first ``student_max_seq_length`` tokens,
+160), or where there is none for it PyTorch with bf16 weights on a
 CPU that has bf16 (``torch-bf16``); or PyTorch fp32 on a CUDA GPU (``torch-cuda``,
 ``device=cuda`` or ``auto`` where torch sees one). Queries are always encoded by the
 configured encoder (``model``, ``backend``, ``precision``) on the CPU."""
@@ -40,12 +41,13 @@ ENCODERS = {
     "and PyTorch is installed, else ONNX Runtime)",
 }
 # passage_encoder=auto takes the student only where, on STUDENT_SAMPLE passages of the corpus,
-# its vectors have a mean cosine of at least STUDENT_MIN_COSINE to the query encoder's: 0.92-0.93
+# its vectors have a mean cosine of at least STUDENT_MIN_COSINE to the query encoder's (both
+# reading student_max_seq_length tokens; the first student, at 256 tokens on both: 0.92-0.93
 # on the Wikipedia-like sets (default R@5 -0.2 to -0.6 points), 0.82 on SciFact's biomedical
-# abstracts (default -0.9, dense -3.9) (docs/notes/encoding.md, "The passage student")
+# abstracts (default -0.9, dense -3.9)) (docs/notes/encoding.md, "The passage student")
 STUDENT_SAMPLE = 256
 STUDENT_MIN_COSINE = 0.9
-_AGREEMENT: dict[tuple[str, str, int, str], float] = {}
+_AGREEMENT: dict[tuple[str, str, int, int, str], float] = {}
 # passages per batch on a GPU at least (dense.batch_size suits a CPU); 128 x 256 tokens of a
 # MiniLM-sized model is well within any CUDA card's memory
 CUDA_BATCH_SIZE = 128
@@ -111,6 +113,13 @@ class DenseOptions:
     )
     batch_size: int = option(16, "passages per encoder batch")
     max_seq_length: int = option(256, "encoder truncation length in tokens")
+    student_max_seq_length: int = option(
+        160,
+        "tokens the passage student reads (where a build takes it): a longer passage's vector "
+        "is of its first N; a 100k Wikipedia-like build in 0.84 of the time of 256, the "
+        "default's R@5 -0.15 (docs/notes/encoding.md); the query encoder and the other "
+        "passage encoders read max_seq_length",
+    )
     ann: str = option(
         "auto",
         "approximate search (usearch HNSW): auto = from ann_min_passages passages on, hnsw = "
@@ -135,7 +144,7 @@ class DenseOptions:
         for name in (
             "batch_size", "max_seq_length", "hnsw_m", "hnsw_ef_construction",
             "ann_min_passages", "ann_connectivity", "ann_expansion_add",
-            "fast_encode_min_passages",
+            "fast_encode_min_passages", "student_max_seq_length",
         ):  # fmt: skip
             positive(name, getattr(self, name))
         check_precision(self.backend, self.precision)
@@ -194,15 +203,23 @@ class DenseOptions:
         return self.student_agreement(corpus) >= STUDENT_MIN_COSINE
 
     def student_agreement(self, corpus: Corpus) -> float:
-        """Mean cosine of the student's vectors to the query encoder's, on a sample of
-        ``corpus`` (evenly spaced rows, so a rerun or resumed build decides the same)."""
+        """Mean cosine of the student's vectors to the query encoder's, both reading the
+        student's ``student_length()`` tokens (the gate asks whether the student learned this
+        kind of text; what the tokens cut off costs is measured through the default, in
+        docs/notes/encoding.md), on a sample of ``corpus`` (evenly spaced rows, so a rerun or
+        resumed build decides the same)."""
         rows = np.unique(np.linspace(0, len(corpus) - 1, min(len(corpus), STUDENT_SAMPLE)))
         texts = [corpus[int(i)].content for i in rows]
-        key = (self.student_folder(), self.model, self.max_seq_length,
+        key = (self.student_folder(), self.model, self.max_seq_length, self.student_length(),
                hashlib.sha256("\x00".join(texts).encode()).hexdigest())  # fmt: skip
         if key not in _AGREEMENT:
             a = self.embedder_for("student").encode(texts, batch_size=self.batch_size)
-            b = self.embedder_for("same").encode(texts, batch_size=self.batch_size)
+            b = load_embedder(
+                self.model,
+                precision=self.precision,
+                max_seq_length=self.student_length(),
+                backend=self.backend,
+            ).encode(texts, batch_size=self.batch_size)
             _AGREEMENT[key] = float(np.mean(np.sum(a * b, axis=1)))
         return _AGREEMENT[key]
 
@@ -228,7 +245,7 @@ class DenseOptions:
             return load_embedder(
                 self.model,
                 precision=precision,
-                max_seq_length=self.max_seq_length,
+                max_seq_length=self.student_length(),
                 backend=backend,
                 student=self.student_folder(),
             )
@@ -247,6 +264,11 @@ class DenseOptions:
             max_seq_length=self.max_seq_length,
             backend=self.backend,
         )
+
+    def student_length(self) -> int:
+        """The tokens the passage student reads: ``student_max_seq_length``, at most
+        ``max_seq_length``."""
+        return min(self.student_max_seq_length, self.max_seq_length)
 
     def student_folder(self) -> str:
         """The passage student's folder: ``student``, the bundled one for ``bundled``."""
@@ -280,7 +302,8 @@ def passage_encoder_note(options: DenseOptions, n: int, corpus: Corpus | None = 
         agree = f", cosine {options.student_agreement(corpus):.3f} to it here" if corpus else ""
         return (
             "dense: passages encoded by the distilled 3-layer passage student of the query "
-            f"encoder ({student_backend()[0]}, about 2x faster{agree}), queries by the "
+            f"encoder ({student_backend()[0]}, about 2x faster, each passage's first "
+            f"{options.student_length()} tokens{agree}), queries by the "
             "configured encoder "
             f"[dense.passage_encoder={options.passage_encoder}]"
         )
