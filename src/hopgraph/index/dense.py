@@ -108,9 +108,7 @@ class DensePart(IndexPart):
         """The query encoder (loaded on first use, shared across the process)."""
         if self._embedder is None:
             o = self.options
-            self._embedder = load_embedder(
-                o.model, precision=o.precision, max_seq_length=o.max_seq_length, backend=o.backend
-            )
+            self._embedder = o.query_embedder()
             if self._embedder.dim != self.rows.shape[1]:
                 raise ConfigError(
                     f"model {o.model!r} gives {self._embedder.dim}-d vectors but the index holds "

@@ -214,12 +214,7 @@ class DenseOptions:
                hashlib.sha256("\x00".join(texts).encode()).hexdigest())  # fmt: skip
         if key not in _AGREEMENT:
             a = self.embedder_for("student").encode(texts, batch_size=self.batch_size)
-            b = load_embedder(
-                self.model,
-                precision=self.precision,
-                max_seq_length=self.student_length(),
-                backend=self.backend,
-            ).encode(texts, batch_size=self.batch_size)
+            b = self.query_embedder(self.student_length()).encode(texts, batch_size=self.batch_size)
             _AGREEMENT[key] = float(np.mean(np.sum(a * b, axis=1)))
         return _AGREEMENT[key]
 
@@ -258,10 +253,15 @@ class DenseOptions:
                 backend="torch",
                 device="cuda",
             )
+        return self.query_embedder()
+
+    def query_embedder(self, max_seq_length: int | None = None) -> Embedder:
+        """The (shared) query encoder, reading ``max_seq_length`` tokens (default: the
+        option's)."""
         return load_embedder(
             self.model,
             precision=self.precision,
-            max_seq_length=self.max_seq_length,
+            max_seq_length=max_seq_length or self.max_seq_length,
             backend=self.backend,
         )
 
