@@ -101,7 +101,7 @@ reranker: $(STAMP)
 
 # Rebuild the bundled passage student (src/hopgraph/models/passage-student): layers 0, 3 and 5
 # of MiniLM distilled on training passages and 600 unlabelled passages of each of six more
-# collections (docs/methods.md, "The passage student"). About 30 minutes on 2 cores; bit for bit
+# collections (docs/methods.md, "The passage student"). 25 to 60 minutes on 2 cores; bit for bit
 # the same on one machine.
 student: $(STAMP)
 	PYTHONPATH=src $(PY) benchmarks/student_encoder.py train --data-dir $(DATA) \

@@ -1,14 +1,15 @@
 """Distil the bundled passage student: three of MiniLM's six layers, trained to give its vectors.
 Table: docs/results.md, "Documents, filters, updates, serving" (encoding speed); ``train`` builds
-the packaged passage student. Run time on the 2-core machine: ``train`` about 30 min (the fold
-students of docs/notes/encoding.md, 25 min each quiet; the first student, without the extra
-collections, 741 s); ``evaluate`` about 12 min
+the packaged passage student. Run time on the 2-core machine: ``train`` 25 to 60 min (the fold
+students of docs/notes/encoding.md, 25 min each quiet; the shipped one's card records 3,738 s;
+the first student, without the extra collections, 741 s); ``evaluate`` about 12 min
 (estimated from benchmarks/results/student_encoder.json: 537 s of dense rebuilds, then the speed
 rounds).
 
     PYTHONPATH=src python benchmarks/student_encoder.py train --data-dir ../shared/data \
         [--out src/hopgraph/models/passage-student] [--epochs 5] [--layers 0,3,5] \
-        [--extra-sets scifact,cacm,time,med,npl,pubmedqa] [--extra-per-set 600]
+        [--extra-sets scifact,cacm,time,med,npl,pubmedqa] [--extra-per-set 600] \
+        [--student-tokens 256] [--teacher-tokens 0]
 
 Training texts: the passages of ``hotpotqa_train`` and ``musique_train`` (title + text, as an
 index encodes them), the tables of ``spider`` and ``bird`` serialised as an index of them encodes
@@ -19,7 +20,9 @@ seeded pairs), so that the student also sees passages near the 256-token limit, 
 passage of two sentences or more (a random run of its sentences under its title). Every 20th
 text is held out for the training card's validation cosine. The run is seeded: on one machine
 the same command gives the same ``layers.safetensors`` bit for bit (``sha256`` printed and kept
-in the card).
+in the card). ``--student-tokens N --teacher-tokens M`` (M > N): the student reads a text's
+first N tokens and learns the teacher's vector of its first M (its token targets are the
+teacher's states of those N tokens, read in the context of M).
 
 ``evaluate`` measures the student against the teacher as a large build runs it (PyTorch, bf16
 weights where the CPU has them: ``dense.passage_encoder=torch-bf16``):
@@ -131,6 +134,8 @@ def train(args: argparse.Namespace) -> None:
         lr=args.lr,
         batch_size=args.batch_size,
         seed=args.seed,
+        max_seq_length=args.student_tokens,
+        teacher_max_seq_length=args.teacher_tokens,
     )
     print(f"{len(fit)} training texts, {len(val)} held out", file=sys.stderr)
     result = distil_student(fit, val, config)
@@ -295,6 +300,11 @@ def main(argv: list[str] | None = None) -> None:
         help="collections whose passages join the texts (empty: none, the first student's recipe)",
     )  # fmt: skip
     t.add_argument("--extra-per-set", type=int, default=600)
+    t.add_argument("--student-tokens", type=int, default=256, help="tokens the student reads")
+    t.add_argument(
+        "--teacher-tokens", type=int, default=0,
+        help="tokens the teacher reads for the targets (0: as the student)",
+    )  # fmt: skip
     g = sub.add_parser("agreement", help="the gate's cosine on each collection")
     g.add_argument("--data-dir", default=os.environ.get("HOPGRAPH_DATA", "../shared/data"))
     g.add_argument("--student", default="bundled", help="a student folder (default: bundled)")

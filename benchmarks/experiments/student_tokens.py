@@ -3,7 +3,7 @@ against the default's recall, one whole build per setting.
 
     .venv/bin/python benchmarks/experiments/student_tokens.py --corpus C100K \\
         --dataset 2wikimultihopqa --data-dir ../shared/data --work WORK \\
-        [--tokens 256,192,128] [--out FILE.json]
+        [--tokens 256,192,128] [--student FOLDER] [--out FILE.json]
 
 ``C100K`` is ``benchmarks/scale.py corpus --dataset 2wikimultihopqa --n 100000``'s folder. For
 each N of ``--tokens``: ``/usr/bin/time -v hopgraph index C100K/corpus.jsonl -o WORK/ix-N --set
@@ -28,12 +28,14 @@ from pathlib import Path
 HOPGRAPH = [sys.executable, "-m", "hopgraph.cli"]
 
 
-def build(corpus: Path, folder: Path, tokens: int) -> dict:
+def build(corpus: Path, folder: Path, tokens: int, student: str = "") -> dict:
     """Build (where ``folder`` is missing) and read the build's record from its log."""
     log = folder.with_name(folder.name + ".log")
     if not (folder / "manifest.json").exists():
         cmd = ["/usr/bin/time", "-v", *HOPGRAPH, "index", str(corpus), "-o", str(folder),
                "--set", f"dense.student_max_seq_length={tokens}"]  # fmt: skip
+        if student:
+            cmd += ["--set", f"dense.student={student}"]
         with log.open("w") as f:
             subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, check=True)
     text = log.read_text(errors="replace")
@@ -73,6 +75,11 @@ def main() -> None:
     ap.add_argument("--work", required=True)
     ap.add_argument("--tokens", default="256,192,128")
     ap.add_argument("--out", default="")
+    ap.add_argument(
+        "--student", default="",
+        help="a student folder (dense.student; default: the bundled one); the builds' folders "
+        "are then ix-N-NAME, NAME the folder's name",
+    )  # fmt: skip
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -80,8 +87,8 @@ def main() -> None:
     report: dict = {"command": " ".join(sys.argv), "settings": {}}
     base = None
     for n in (int(t) for t in args.tokens.split(",")):
-        folder = work / f"ix-{n}"
-        rec = build(corpus, folder, n)
+        folder = work / (f"ix-{n}-{Path(args.student).name}" if args.student else f"ix-{n}")
+        rec = build(corpus, folder, n, args.student)
         rows = evaluate(args.dataset, args.data_dir, folder)
         rec["recall"] = {r["method"]: {k: round(r[k], 4) for k in ("recall@2", "recall@5",
                                                                     "recall@10")}
