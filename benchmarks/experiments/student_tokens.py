@@ -5,14 +5,16 @@ against the default's recall, one whole build per setting.
         --dataset 2wikimultihopqa --data-dir ../shared/data --work WORK \\
         [--tokens 256,192,128] [--student FOLDER] [--out FILE.json]
 
-``C100K`` is ``benchmarks/scale.py corpus --dataset 2wikimultihopqa --n 100000``'s folder. For
-each N of ``--tokens``: ``/usr/bin/time -v hopgraph index C100K/corpus.jsonl -o WORK/ix-N --set
-dense.student_max_seq_length=N`` (kept: a folder already there is reused with the log beside
-it, so the run resumes where it stopped), then ``hopgraph eval DATASET --index WORK/ix-N
---method bm25,dense,multihop --per-query``. Printed: the build's seconds and peak memory, what
-encoded the passages (the build's log line), R@2/5/10 of each method, and the paired bootstrap
-(:func:`hopgraph.eval.bootstrap.paired_bootstrap`) of the default's ΔR@5 against the first N.
-About 10 to 16 minutes a build on 2 cores, 3 minutes an evaluation.
+``C100K`` is ``benchmarks/scale.py corpus --dataset 2wikimultihopqa --n 100000``'s folder (or
+another dataset's). For each N of ``--tokens``: ``/usr/bin/time -v hopgraph index
+C100K/corpus.jsonl -o WORK/ix-N --set dense.student_max_seq_length=N`` (kept: a folder already
+there is reused with the log beside it, so the run resumes where it stopped; N = 0 is the
+teacher's build, ``--set dense.passage_encoder=torch-bf16`` into WORK/ix-teacher), then
+``hopgraph eval DATASET --index WORK/ix-N --method bm25,dense,multihop --per-query``. Printed:
+the build's seconds and peak memory, what encoded the passages (the build's log line), R@2/5/10
+of each method, and the paired bootstrap (:func:`hopgraph.eval.bootstrap.paired_bootstrap`) of
+the default's ΔR@5 against the first N.
+About 10 to 16 minutes a build on 2 cores (the teacher's 20 to 25), 3 minutes an evaluation.
 """
 
 from __future__ import annotations
@@ -29,11 +31,15 @@ HOPGRAPH = [sys.executable, "-m", "hopgraph.cli"]
 
 
 def build(corpus: Path, folder: Path, tokens: int, student: str = "") -> dict:
-    """Build (where ``folder`` is missing) and read the build's record from its log."""
+    """Build (where ``folder`` is missing) and read the build's record from its log; ``tokens``
+    0: the teacher's build (``dense.passage_encoder=torch-bf16``, no student)."""
     log = folder.with_name(folder.name + ".log")
     if not (folder / "manifest.json").exists():
-        cmd = ["/usr/bin/time", "-v", *HOPGRAPH, "index", str(corpus), "-o", str(folder),
-               "--set", f"dense.student_max_seq_length={tokens}"]  # fmt: skip
+        cmd = ["/usr/bin/time", "-v", *HOPGRAPH, "index", str(corpus), "-o", str(folder)]
+        if tokens:
+            cmd += ["--set", f"dense.student_max_seq_length={tokens}"]
+        else:
+            cmd += ["--set", "dense.passage_encoder=torch-bf16"]
         if student:
             cmd += ["--set", f"dense.student={student}"]
         with log.open("w") as f:
@@ -73,7 +79,10 @@ def main() -> None:
     ap.add_argument("--dataset", default="2wikimultihopqa")
     ap.add_argument("--data-dir", default=os.environ.get("HOPGRAPH_DATA", "../shared/data"))
     ap.add_argument("--work", required=True)
-    ap.add_argument("--tokens", default="256,192,128")
+    ap.add_argument(
+        "--tokens", default="256,192,128",
+        help="N of each build, comma-separated; 0 is the teacher's build (torch-bf16), ix-teacher",
+    )  # fmt: skip
     ap.add_argument("--out", default="")
     ap.add_argument(
         "--student", default="",
@@ -88,6 +97,7 @@ def main() -> None:
     base = None
     for n in (int(t) for t in args.tokens.split(",")):
         folder = work / (f"ix-{n}-{Path(args.student).name}" if args.student else f"ix-{n}")
+        folder = folder if n else work / "ix-teacher"
         rec = build(corpus, folder, n, args.student)
         rows = evaluate(args.dataset, args.data_dir, folder)
         rec["recall"] = {r["method"]: {k: round(r[k], 4) for k in ("recall@2", "recall@5",
@@ -99,9 +109,9 @@ def main() -> None:
         else:
             b = paired_bootstrap(base[1], r5, seed=0)
             keys = ("delta", "ci_low", "ci_high", "wins", "ties", "losses")
-            rec[f"default_delta_r5_vs_{base[0]}"] = {k: round(b[k], 4) for k in keys}
-        report["settings"][str(n)] = rec
-        print(n, json.dumps(rec), flush=True)
+            rec[f"default_delta_r5_vs_{base[0] or 'teacher'}"] = {k: round(b[k], 4) for k in keys}
+        report["settings"][str(n) if n else "teacher"] = rec
+        print(n or "teacher", json.dumps(rec), flush=True)
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
 
